@@ -1,0 +1,81 @@
+/// A health metric Daybook totals, with its canonical unit and how it aggregates.
+public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable {
+    case steps
+    case activeEnergy = "active_energy"
+    case distance
+    case heartRate = "heart_rate"
+
+    /// Cumulative metrics are summed over deduplicated time; discrete ones are summarized.
+    public var isCumulative: Bool { self != .heartRate }
+
+    public var canonicalUnit: String {
+        switch self {
+        case .steps: return "count"
+        case .activeEnergy: return "kcal"
+        case .distance: return "m"
+        case .heartRate: return "count/min"
+        }
+    }
+
+    /// Accepted units and the factor that converts each to the canonical unit.
+    public var units: [(unit: String, factor: Double)] {
+        switch self {
+        case .steps: return [("count", 1)]
+        case .activeEnergy: return [("kcal", 1), ("Cal", 1), ("kJ", 1 / 4.184)]
+        case .distance: return [("m", 1), ("km", 1000), ("mi", 1609.344)]
+        case .heartRate: return [("count/min", 1)]
+        }
+    }
+
+    public static func < (a: Metric, b: Metric) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One measurement from one source, in the metric's canonical unit.
+public struct Sample: Hashable, Sendable {
+    public var user: String
+    public var uuid: String
+    public var metric: Metric
+    public var source: String
+    public var start: Instant
+    public var end: Instant
+    public var value: Double
+    /// IANA identifier of the zone the sample was recorded in.
+    public var zone: String
+
+    public init(user: String, uuid: String, metric: Metric, source: String,
+                start: Instant, end: Instant, value: Double, zone: String) {
+        self.user = user
+        self.uuid = uuid
+        self.metric = metric
+        self.source = source
+        self.start = start
+        self.end = end
+        self.value = value
+        self.zone = zone
+    }
+
+    /// True for a point measurement (start == end).
+    public var isInstant: Bool { start == end }
+}
+
+/// An entry of the `health-samples` log (event format version 1).
+public enum Event: Hashable, Sendable {
+    /// Adds a sample, or replaces the sample with the same (user, uuid).
+    case sampleAdded(Sample)
+    /// Removes a sample and leaves a tombstone so that it can never come back.
+    case sampleDeleted(user: String, uuid: String)
+
+    public var user: String {
+        switch self {
+        case .sampleAdded(let s): return s.user
+        case .sampleDeleted(let user, _): return user
+        }
+    }
+
+    public var uuid: String {
+        switch self {
+        case .sampleAdded(let s): return s.uuid
+        case .sampleDeleted(_, let uuid): return uuid
+        }
+    }
+}

@@ -1,0 +1,167 @@
+/// Why an event line was rejected. The description names the field, the bad value and
+/// what would be accepted; it never echoes a health value unless that value is the fault.
+public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case malformedJSON = "malformed_json"
+        case missingField = "missing_field"
+        case wrongType = "wrong_type"
+        case unsupportedSchema = "unsupported_schema"
+        case unknownType = "unknown_type"
+        case unknownMetric = "unknown_metric"
+        case unitMismatch = "unit_mismatch"
+        case badTime = "bad_time"
+        case badZone = "bad_zone"
+        case endBeforeStart = "end_before_start"
+        case tooLong = "duration_too_long"
+        case notFinite = "not_finite"
+        case negativeValue = "negative_value"
+        case nonPositiveHeartRate = "non_positive_heart_rate"
+        case emptyString = "empty_string"
+    }
+
+    public var code: Code
+    /// The JSON path of the offending field (`sample.unit`), or nil for the whole line.
+    public var field: String?
+    public var message: String
+
+    public var description: String {
+        field.map { "\($0): \(message)" } ?? message
+    }
+}
+
+/// Turns one line of the log into an `Event`, enforcing every rule of format version 1.
+public struct EventDecoder: Sendable {
+    /// Longest accepted sample: 7 days.
+    public static let maximumDuration: Int64 = 7 * Instant.nanosPerDay
+
+    public init() {}
+
+    public func decode(_ line: String) throws(EventError) -> Event {
+        var line = line
+        let result = line.withUTF8 { bytes in Result { () throws(EventError) in try decode(bytes) } }
+        return try result.get()
+    }
+
+    public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(EventError) -> Event {
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(bytes)
+        } catch {
+            throw EventError(code: .malformedJSON, field: nil, message: "malformed JSON: \(error)")
+        }
+        return try decode(json)
+    }
+
+    public func decode(_ json: JSONValue) throws(EventError) -> Event {
+        guard case .object = json else {
+            throw EventError(code: .wrongType, field: nil, message: "an event must be a JSON object, got \(json.summary)")
+        }
+        if let schema = json["schema"] {
+            guard case .number(let n) = schema, n == 1 else {
+                throw EventError(code: .unsupportedSchema, field: "schema",
+                                 message: "\(schema.summary) is not a supported schema version; this build reads schema 1")
+            }
+        }
+        let type = try string(json, "type", path: "type")
+        let user = try nonEmpty(json, "user", path: "user")
+        switch type {
+        case "sample-added":
+            guard let sample = json["sample"] else {
+                throw EventError(code: .missingField, field: "sample", message: "missing; sample-added needs a sample object")
+            }
+            guard case .object = sample else {
+                throw EventError(code: .wrongType, field: "sample", message: "must be an object, got \(sample.summary)")
+            }
+            return .sampleAdded(try decodeSample(sample, user: user))
+        case "sample-deleted":
+            return .sampleDeleted(user: user, uuid: try nonEmpty(json, "uuid", path: "uuid"))
+        default:
+            throw EventError(code: .unknownType, field: "type",
+                             message: "\(JSONWriter.quoted(type)) is not an event type; use sample-added or sample-deleted")
+        }
+    }
+
+    private func decodeSample(_ s: JSONValue, user: String) throws(EventError) -> Sample {
+        let uuid = try nonEmpty(s, "uuid", path: "sample.uuid")
+        let metricName = try string(s, "metric", path: "sample.metric")
+        guard let metric = Metric(rawValue: metricName) else {
+            let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
+            throw EventError(code: .unknownMetric, field: "sample.metric",
+                             message: "\(JSONWriter.quoted(metricName)) is not a metric; use one of \(names)")
+        }
+        let source = try nonEmpty(s, "source", path: "sample.source")
+        let start = try time(s, "start", path: "sample.start")
+        let end = try time(s, "end", path: "sample.end")
+        guard end >= start else {
+            throw EventError(code: .endBeforeStart, field: "sample.end",
+                             message: "\(end) is before sample.start \(start)")
+        }
+        guard end.nanoseconds - start.nanoseconds <= EventDecoder.maximumDuration else {
+            let days = Double(end.nanoseconds - start.nanoseconds) / Double(Instant.nanosPerDay)
+            throw EventError(code: .tooLong, field: "sample.end",
+                             message: "the sample lasts \(JSONWriter.number((days * 100).rounded() / 100)) days; at most 7 are accepted")
+        }
+        let raw: Double
+        switch s["value"] {
+        case nil:
+            throw EventError(code: .missingField, field: "sample.value", message: "missing; a sample needs a numeric value")
+        case .number(let d)?:
+            raw = d
+        case .nonFinite(let text)?:
+            throw EventError(code: .notFinite, field: "sample.value", message: "\(text) is not a finite number")
+        case let other?:
+            throw EventError(code: .wrongType, field: "sample.value", message: "must be a number, got \(other.summary)")
+        }
+        let unit = try string(s, "unit", path: "sample.unit")
+        guard let factor = metric.units.first(where: { $0.unit == unit })?.factor else {
+            let accepted = metric.units.map(\.unit).joined(separator: ", ")
+            throw EventError(code: .unitMismatch, field: "sample.unit",
+                             message: "\(JSONWriter.quoted(unit)) is not a unit of \(metric.rawValue); use \(accepted)")
+        }
+        if metric.isCumulative {
+            guard raw >= 0 else {
+                throw EventError(code: .negativeValue, field: "sample.value",
+                                 message: "\(JSONWriter.number(raw)) is negative; \(metric.rawValue) is cumulative and cannot go down")
+            }
+        } else {
+            guard raw > 0 else {
+                throw EventError(code: .nonPositiveHeartRate, field: "sample.value",
+                                 message: "\(JSONWriter.number(raw)) is not a positive heart rate")
+            }
+        }
+        let zoneName = try string(s, "zone", path: "sample.zone")
+        guard ZoneRules.named(zoneName) != nil else {
+            throw EventError(code: .badZone, field: "sample.zone",
+                             message: "\(JSONWriter.quoted(zoneName)) is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
+        }
+        let value = raw * factor
+        guard value.isFinite else {
+            throw EventError(code: .notFinite, field: "sample.value", message: "\(JSONWriter.number(raw)) \(unit) overflows when converted to \(metric.canonicalUnit)")
+        }
+        return Sample(user: user, uuid: uuid, metric: metric, source: source,
+                      start: start, end: end, value: value, zone: zoneName)
+    }
+
+    private func string(_ object: JSONValue, _ key: String, path: String) throws(EventError) -> String {
+        switch object[key] {
+        case .string(let s)?: return s
+        case nil: throw EventError(code: .missingField, field: path, message: "missing")
+        case let other?: throw EventError(code: .wrongType, field: path, message: "must be a string, got \(other.summary)")
+        }
+    }
+
+    private func nonEmpty(_ object: JSONValue, _ key: String, path: String) throws(EventError) -> String {
+        let s = try string(object, key, path: path)
+        guard !s.isEmpty else { throw EventError(code: .emptyString, field: path, message: "must not be empty") }
+        return s
+    }
+
+    private func time(_ object: JSONValue, _ key: String, path: String) throws(EventError) -> Instant {
+        let text = try string(object, key, path: path)
+        do {
+            return try Instant(rfc3339: text)
+        } catch {
+            throw EventError(code: .badTime, field: path, message: "\(JSONWriter.quoted(text)) \(error.reason)")
+        }
+    }
+}

@@ -1,0 +1,125 @@
+/// A point in time: nanoseconds since 1970-01-01T00:00:00Z.
+///
+/// Integer nanoseconds keep interval arithmetic exact: piece lengths add up to the
+/// sample length to the nanosecond, so totals do not depend on how a timeline was cut.
+public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var nanoseconds: Int64
+
+    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+    public init(seconds: Int64) { self.nanoseconds = seconds * Instant.nanosPerSecond }
+
+    public static let nanosPerSecond: Int64 = 1_000_000_000
+    public static let nanosPerDay: Int64 = 86_400 * nanosPerSecond
+
+    public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }
+
+    /// RFC 3339 in UTC with as many fractional digits as needed (none for whole seconds).
+    public var description: String { format(offsetSeconds: 0) }
+
+    /// Formats the instant as RFC 3339 wall time at a fixed UTC offset.
+    public func format(offsetSeconds: Int) -> String {
+        let wall = nanoseconds + Int64(offsetSeconds) * Instant.nanosPerSecond
+        let day = CivilDay(number: Int32(floorDiv(wall, Instant.nanosPerDay)))
+        let inDay = wall - Int64(day.number) * Instant.nanosPerDay
+        let secs = inDay / Instant.nanosPerSecond
+        let frac = inDay % Instant.nanosPerSecond
+        var s = "\(day)T\(pad2(Int(secs / 3600))):\(pad2(Int(secs / 60 % 60))):\(pad2(Int(secs % 60)))"
+        if frac != 0 {
+            var digits = String(frac)
+            digits = String(repeating: "0", count: 9 - digits.count) + digits
+            while digits.hasSuffix("0") { digits.removeLast() }
+            s += "." + digits
+        }
+        if offsetSeconds == 0 { return s + "Z" }
+        let sign = offsetSeconds < 0 ? "-" : "+"
+        let m = abs(offsetSeconds) / 60
+        return s + "\(sign)\(pad2(m / 60)):\(pad2(m % 60))"
+    }
+}
+
+@inline(__always)
+func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+}
+
+func pad2(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+
+/// Why an RFC 3339 timestamp could not be read.
+public struct TimestampError: Error, Equatable, Sendable {
+    public var reason: String
+}
+
+extension Instant {
+    /// Parses an RFC 3339 timestamp (`2024-03-31T01:30:00.5+02:00`, `…Z`).
+    ///
+    /// Accepts `T`, `t` or a space between date and time, `Z`/`z` or `±HH:MM`, and up to
+    /// nine fractional digits (more are truncated). Rejects anything else with a reason.
+    public init(rfc3339 text: String) throws(TimestampError) {
+        var text = text
+        let parsed = text.withUTF8 { Instant.parse($0) }
+        guard let parsed else {
+            throw TimestampError(reason: "is not an RFC 3339 timestamp (expected e.g. 2024-03-31T09:00:00+02:00)")
+        }
+        if parsed.nanoseconds == Int64.min {
+            throw TimestampError(reason: "has a date or time field out of range")
+        }
+        self = parsed
+    }
+
+    /// Returns nil when the shape is wrong; `Int64.min` nanoseconds when a field is out of range.
+    static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Instant? {
+        var i = 0
+        func digits(_ n: Int) -> Int? {
+            guard i + n <= b.count else { return nil }
+            var v = 0
+            for k in 0..<n {
+                let c = b[i + k]
+                guard c >= 48, c <= 57 else { return nil }
+                v = v * 10 + Int(c - 48)
+            }
+            i += n
+            return v
+        }
+        func expect(_ c: UInt8) -> Bool {
+            guard i < b.count, b[i] == c else { return false }
+            i += 1
+            return true
+        }
+        guard let year = digits(4), expect(45), let month = digits(2), expect(45), let day = digits(2) else { return nil }
+        guard i < b.count, b[i] == 84 || b[i] == 116 || b[i] == 32 else { return nil }
+        i += 1
+        guard let hour = digits(2), expect(58), let minute = digits(2), expect(58), let second = digits(2) else { return nil }
+        var frac: Int64 = 0
+        if i < b.count, b[i] == 46 {
+            i += 1
+            var n = 0
+            while i < b.count, b[i] >= 48, b[i] <= 57 {
+                if n < 9 { frac = frac * 10 + Int64(b[i] - 48) }
+                n += 1
+                i += 1
+            }
+            guard n > 0 else { return nil }
+            for _ in n..<max(n, 9) { frac *= 10 }
+        }
+        guard i < b.count else { return nil }
+        var offset = 0
+        if b[i] == 90 || b[i] == 122 {
+            i += 1
+        } else if b[i] == 43 || b[i] == 45 {
+            let negative = b[i] == 45
+            i += 1
+            guard let oh = digits(2), expect(58), let om = digits(2) else { return nil }
+            guard oh <= 23, om <= 59 else { return Instant(nanoseconds: Int64.min) }
+            offset = (oh * 60 + om) * 60 * (negative ? -1 : 1)
+        } else {
+            return nil
+        }
+        guard i == b.count else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= CivilDay.daysIn(month: month, year: year),
+              hour <= 23, minute <= 59, second <= 59 else { return Instant(nanoseconds: Int64.min) }
+        let days = Int64(CivilDay(year: year, month: month, day: day).number)
+        let secs = days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+        return Instant(nanoseconds: secs * Instant.nanosPerSecond + frac)
+    }
+}

@@ -1,0 +1,291 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A parsed JSON value. Objects keep their members in order; a repeated key keeps the last.
+///
+/// `nonFinite` holds a number token that is not a finite double (`NaN`, `Infinity`,
+/// `1e999`) so that validation can name the offending text instead of rejecting the line
+/// as malformed.
+public enum JSONValue: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case nonFinite(String)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    /// A short description of the value's kind and text for error messages.
+    public var summary: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return b ? "true" : "false"
+        case .number(let d): return JSONWriter.number(d)
+        case .nonFinite(let s): return s
+        case .string(let s): return JSONWriter.quoted(s.count > 60 ? String(s.prefix(57)) + "..." : s)
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+/// Why a text is not JSON, with the byte offset where reading stopped.
+public struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var offset: Int
+    public var reason: String
+    public var description: String { "\(reason) at byte \(offset + 1)" }
+}
+
+/// A strict, allocation-light JSON reader over UTF-8 bytes (RFC 8259, plus the tokens
+/// `NaN`, `Infinity` and `-Infinity`, which become `.nonFinite`). Complexity: O(n).
+public struct JSONParser {
+    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+        var text = text
+        let result = text.withUTF8 { bytes in Result { () throws(JSONSyntaxError) in try parse(bytes) } }
+        return try result.get()
+    }
+
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+        var parser = Reader(bytes: bytes)
+        parser.skipSpace()
+        let value = try parser.value(depth: 0)
+        parser.skipSpace()
+        guard parser.i == bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+        return value
+    }
+
+    struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var i = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        func fail(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(offset: i, reason: reason) }
+
+        @inline(__always) mutating func skipSpace() {
+            while i < bytes.count {
+                let c = bytes[i]
+                guard c == 32 || c == 10 || c == 13 || c == 9 else { return }
+                i += 1
+            }
+        }
+
+        mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+            guard depth < 64 else { throw fail("nesting deeper than 64 levels") }
+            guard i < bytes.count else { throw fail("unexpected end of input") }
+            switch bytes[i] {
+            case 123: return try object(depth: depth)
+            case 91: return try array(depth: depth)
+            case 34: return .string(try string())
+            case 116: try literal("true"); return .bool(true)
+            case 102: try literal("false"); return .bool(false)
+            case 110: try literal("null"); return .null
+            case 78: try literal("NaN"); return .nonFinite("NaN")
+            case 73: try literal("Infinity"); return .nonFinite("Infinity")
+            case 45, 48...57: return try number()
+            default: throw fail("unexpected character '\(Character(Unicode.Scalar(bytes[i])))'")
+            }
+        }
+
+        mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
+            let n = word.utf8CodeUnitCount
+            guard i + n <= bytes.count else { throw fail("unexpected end of input") }
+            for k in 0..<n where bytes[i + k] != word.utf8Start[k] { throw fail("invalid literal") }
+            i += n
+        }
+
+        mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+            i += 1
+            var members: [String: JSONValue] = [:]
+            skipSpace()
+            if i < bytes.count, bytes[i] == 125 { i += 1; return .object(members) }
+            while true {
+                skipSpace()
+                guard i < bytes.count, bytes[i] == 34 else { throw fail("expected a string key") }
+                let key = try string()
+                skipSpace()
+                guard i < bytes.count, bytes[i] == 58 else { throw fail("expected ':' after key \"\(key)\"") }
+                i += 1
+                skipSpace()
+                members[key] = try value(depth: depth + 1)
+                skipSpace()
+                guard i < bytes.count else { throw fail("unexpected end of input in an object") }
+                if bytes[i] == 44 { i += 1; continue }
+                if bytes[i] == 125 { i += 1; return .object(members) }
+                throw fail("expected ',' or '}' in an object")
+            }
+        }
+
+        mutating func array(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+            i += 1
+            var items: [JSONValue] = []
+            skipSpace()
+            if i < bytes.count, bytes[i] == 93 { i += 1; return .array(items) }
+            while true {
+                skipSpace()
+                items.append(try value(depth: depth + 1))
+                skipSpace()
+                guard i < bytes.count else { throw fail("unexpected end of input in an array") }
+                if bytes[i] == 44 { i += 1; continue }
+                if bytes[i] == 93 { i += 1; return .array(items) }
+                throw fail("expected ',' or ']' in an array")
+            }
+        }
+
+        mutating func string() throws(JSONSyntaxError) -> String {
+            i += 1
+            let start = i
+            // Fast path: no escapes.
+            while i < bytes.count {
+                let c = bytes[i]
+                if c == 34 {
+                    let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    i += 1
+                    return s
+                }
+                if c == 92 { break }
+                if c < 0x20 { throw fail("control character in a string") }
+                i += 1
+            }
+            var out = Array(bytes[start..<i])
+            while i < bytes.count {
+                let c = bytes[i]
+                if c == 34 { i += 1; return String(decoding: out, as: UTF8.self) }
+                if c < 0x20 { throw fail("control character in a string") }
+                if c != 92 { out.append(c); i += 1; continue }
+                i += 1
+                guard i < bytes.count else { break }
+                let e = bytes[i]
+                i += 1
+                switch e {
+                case 34: out.append(34)
+                case 92: out.append(92)
+                case 47: out.append(47)
+                case 98: out.append(8)
+                case 102: out.append(12)
+                case 110: out.append(10)
+                case 114: out.append(13)
+                case 116: out.append(9)
+                case 117:
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard i + 1 < bytes.count, bytes[i] == 92, bytes[i + 1] == 117 else { throw fail("unpaired surrogate") }
+                        i += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
+                    out.append(contentsOf: String(Character(u)).utf8)
+                default: throw fail("invalid escape '\\\(Character(Unicode.Scalar(e)))'")
+                }
+            }
+            throw fail("unterminated string")
+        }
+
+        mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
+            guard i + 4 <= bytes.count else { throw fail("short \\u escape") }
+            var v: UInt32 = 0
+            for _ in 0..<4 {
+                let c = bytes[i]
+                let d: UInt32
+                switch c {
+                case 48...57: d = UInt32(c - 48)
+                case 97...102: d = UInt32(c - 87)
+                case 65...70: d = UInt32(c - 55)
+                default: throw fail("invalid \\u escape")
+                }
+                v = v << 4 | d
+                i += 1
+            }
+            return v
+        }
+
+        mutating func number() throws(JSONSyntaxError) -> JSONValue {
+            let start = i
+            var negative = false
+            if bytes[i] == 45 {
+                negative = true
+                i += 1
+                if i < bytes.count, bytes[i] == 73 { try literal("Infinity"); return .nonFinite("-Infinity") }
+            }
+            guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("invalid number") }
+            var mantissa: UInt64 = 0
+            var digits = 0
+            if bytes[i] == 48 {
+                i += 1
+                digits = 1
+            } else {
+                while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
+                    mantissa = mantissa &* 10 &+ UInt64(bytes[i] - 48)
+                    digits += 1
+                    i += 1
+                }
+            }
+            var simple = true
+            if i < bytes.count, bytes[i] == 46 {
+                simple = false
+                i += 1
+                let f = i
+                while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
+                guard i > f else { throw fail("invalid number: no digits after '.'") }
+            }
+            if i < bytes.count, bytes[i] == 101 || bytes[i] == 69 {
+                simple = false
+                i += 1
+                if i < bytes.count, bytes[i] == 43 || bytes[i] == 45 { i += 1 }
+                let e = i
+                while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
+                guard i > e else { throw fail("invalid number: no digits in the exponent") }
+            }
+            if simple && digits <= 15 {
+                let d = Double(mantissa)
+                return .number(negative ? -d : d)
+            }
+            // General case: the C library's correctly rounded conversion.
+            var buffer = [CChar](repeating: 0, count: i - start + 1)
+            for k in start..<i { buffer[k - start] = CChar(bitPattern: bytes[k]) }
+            let d = strtod(buffer, nil)
+            if !d.isFinite {
+                return .nonFinite(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self))
+            }
+            return .number(d)
+        }
+    }
+}
+
+/// Small helpers for writing JSON text by hand (faster and more predictable than
+/// Foundation's encoder, and the output is byte-stable across platforms).
+public enum JSONWriter {
+    public static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                let h = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    /// A finite double as JSON: integers without a fraction, others in shortest round-trip form.
+    public static func number(_ d: Double) -> String {
+        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
+        return "\(d)"
+    }
+}

@@ -1,0 +1,397 @@
+/// The incremental state of the rollup: every live sample and tombstone, indexed so that
+/// one event can be applied and only the days it touches recomputed.
+///
+/// Use it in one of two ways, which give identical rows (the tests check this):
+/// - batch: `apply` every event of the log, then `allTotals()`;
+/// - incremental: `apply` one event, which returns the keys it made dirty, then
+///   `recompute(_:)` just those and store the rows (nil means "delete the row").
+///
+/// Complexity: `apply` is O(b + z·d) for b samples sharing the sample's UTC days
+/// (only their zones are read), z distinct zones among them (usually 1) and d days the
+/// sample spans (at most 8). `recompute` of a run of k adjacent days is O(m log m) for the
+/// m samples overlapping those days ± 1. `allTotals` is O(n log n) for n live samples.
+///
+/// Not thread-safe: one owner applies and reads (a projector owns one ledger per shard).
+public final class Ledger {
+    public let priority: SourcePriority
+
+    private var sources: [String] = []
+    private var sourceIDs: [String: Int32] = [:]
+    private var rankTables: [Metric: [Int32]] = [:]
+    private var zones: [ZoneRules] = []
+    private var zoneIDs: [String: Int32] = [:]
+    private var users: [String: UserState] = [:]
+
+    public init(priority: SourcePriority = .builtIn) {
+        self.priority = priority
+    }
+
+    /// Number of live (not deleted) samples.
+    public private(set) var liveSampleCount = 0
+
+    // MARK: Applying events
+
+    /// Applies one event of the log.
+    ///
+    /// - Parameter position: the event's position in the log. Positions must increase
+    ///   along each user's events (a line number, or a Kafka offset within a partition);
+    ///   the latest position wins ties between samples of the same source.
+    /// - Returns: the (user, metric, day) keys whose rows may have changed.
+    @discardableResult
+    public func apply(_ event: Event, at position: Int64) -> Set<DayKey> {
+        var dirty = Set<DayKey>()
+        switch event {
+        case .sampleAdded(let sample):
+            let state = user(sample.user)
+            guard !state.tombstones.contains(sample.uuid) else { return dirty }
+            let record = makeRecord(sample, seq: position)
+            if let old = state.live[sample.uuid] {
+                if old.metric == sample.metric, let existing = state.metrics[old.metric]?.records[old.seq],
+                   existing.sameContent(as: record) {
+                    return dirty // Redelivery of the version in force: nothing changes.
+                }
+                remove(uuid: sample.uuid, from: state, userID: sample.user, dirty: &dirty)
+            }
+            state.live[sample.uuid] = (sample.metric, position)
+            state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
+            liveSampleCount += 1
+            collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
+        case .sampleDeleted(let userID, let uuid):
+            let state = user(userID)
+            state.tombstones.insert(uuid)
+            remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
+        }
+        return dirty
+    }
+
+    /// Whether `uuid` of `user` has been deleted (and so can never be added again).
+    public func isTombstoned(user: String, uuid: String) -> Bool {
+        users[user]?.tombstones.contains(uuid) ?? false
+    }
+
+    private func user(_ id: String) -> UserState {
+        if let state = users[id] { return state }
+        let state = UserState()
+        users[id] = state
+        return state
+    }
+
+    private func remove(uuid: String, from state: UserState, userID: String, dirty: inout Set<DayKey>) {
+        guard let old = state.live.removeValue(forKey: uuid),
+              let record = state.metrics[old.metric]?.records[old.seq] else { return }
+        collectDirty(record, metric: old.metric, state: state, user: userID, into: &dirty)
+        state.metrics[old.metric]?.remove(record, cumulative: old.metric.isCumulative, zones: zones)
+        liveSampleCount -= 1
+    }
+
+    private func makeRecord(_ s: Sample, seq: Int64) -> Record {
+        Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq,
+               source: intern(source: s.source), zone: intern(zone: s.zone), uuid: s.uuid)
+    }
+
+    private func intern(source: String) -> Int32 {
+        if let id = sourceIDs[source] { return id }
+        let id = Int32(sources.count)
+        sources.append(source)
+        sourceIDs[source] = id
+        rankTables.removeAll()
+        return id
+    }
+
+    private func intern(zone: String) -> Int32 {
+        if let id = zoneIDs[zone] { return id }
+        let id = Int32(zones.count)
+        // The decoder has validated the zone; an unknown one degrades to UTC rather than trap.
+        zones.append(ZoneRules.named(zone) ?? ZoneRules(identifier: zone, transitions: [], offsetSeconds: [0]))
+        zoneIDs[zone] = id
+        return id
+    }
+
+    /// Source id → rank (0 is best) for one metric.
+    private func rankTable(for metric: Metric) -> [Int32] {
+        if let table = rankTables[metric] { return table }
+        let ordered = sources.indices.sorted { priority.ranks(sources[$0], above: sources[$1], for: metric) }
+        var table = [Int32](repeating: 0, count: sources.count)
+        for (rank, id) in ordered.enumerated() { table[id] = Int32(rank) }
+        rankTables[metric] = table
+        return table
+    }
+
+    /// Adds to `dirty` every day whose row `record` can affect: its days in its own zone
+    /// and, for cumulative metrics, its span's days in the zone of every sample that
+    /// shares its UTC days (a sample it shadows may count in another zone's day).
+    private func collectDirty(_ record: Record, metric: Metric, state: UserState, user: String, into dirty: inout Set<DayKey>) {
+        guard metric.isCumulative else {
+            let day = zones[Int(record.zone)].day(of: Instant(nanoseconds: record.start))
+            dirty.insert(DayKey(user: user, metric: metric, day: day))
+            return
+        }
+        var zoneSet: [Int32] = [record.zone]
+        state.metrics[metric]?.forEachBucket(of: record) { bucket in
+            for (zone, _) in bucket.zones where !zoneSet.contains(zone) { zoneSet.append(zone) }
+        }
+        for zone in zoneSet {
+            let rules = zones[Int(zone)]
+            if record.isInstant {
+                dirty.insert(DayKey(user: user, metric: metric, day: rules.day(of: Instant(nanoseconds: record.start))))
+            } else {
+                rules.forEachDay(from: record.start, to: record.end) { day, _ in
+                    dirty.insert(DayKey(user: user, metric: metric, day: day))
+                }
+            }
+        }
+    }
+
+    // MARK: Reading totals
+
+    /// Recomputes the given rows from the live samples; nil means the day has no data.
+    public func recompute(_ keys: Set<DayKey>) -> [DayKey: DayTotal?] {
+        var result: [DayKey: DayTotal?] = [:]
+        var groups: [String: [Metric: [Int32]]] = [:]
+        for key in keys { groups[key.user, default: [:]][key.metric, default: []].append(key.day.number) }
+        for (userID, metrics) in groups {
+            for (metric, days) in metrics {
+                for key in days.map({ DayKey(user: userID, metric: metric, day: CivilDay(number: $0)) }) {
+                    result[key] = .some(nil)
+                }
+                guard let state = users[userID]?.metrics[metric] else { continue }
+                for cluster in DayClusters(days) {
+                    let records = state.records(near: cluster, cumulative: metric.isCumulative)
+                    for total in totals(records, user: userID, metric: metric, include: { cluster.contains($0) }) {
+                        result[total.key] = total
+                    }
+                }
+            }
+        }
+        return result
+    }
+
+    /// Every row, sorted by user, metric and day.
+    public func allTotals() -> [DayTotal] {
+        var out: [DayTotal] = []
+        for (userID, state) in users {
+            for (metric, metricState) in state.metrics where !metricState.records.isEmpty {
+                out += totals(Array(metricState.records.values), user: userID, metric: metric, include: nil)
+            }
+        }
+        out.sort { $0.key < $1.key }
+        return out
+    }
+
+    private func totals(_ records: [Record], user: String, metric: Metric, include: ((Int32) -> Bool)?) -> [DayTotal] {
+        guard metric.isCumulative else { return discreteTotals(records, user: user, metric: metric, include: include) }
+        let table = rankTable(for: metric)
+        let resolver = TimelineResolver(records: records, rank: { table[Int($0)] })
+        let runs = resolver.runs()
+        var attribution = DayAttribution()
+        attribution.attribute(runs: runs, instants: resolver.instants(runs: runs), records: records, zones: zones, include: include)
+        return attribution.totals(records: records).map { day in
+            let shares = day.bySource
+                .sorted { table[Int($0.source)] < table[Int($1.source)] }
+                .map { SourceShare(source: sources[Int($0.source)], value: $0.value) }
+            return DayTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: day.day)),
+                            summary: .cumulative(value: day.value, sources: shares))
+        }
+    }
+
+    /// Heart rate: min, max, mean and count per civil day of each sample's start.
+    private func discreteTotals(_ records: [Record], user: String, metric: Metric, include: ((Int32) -> Bool)?) -> [DayTotal] {
+        var byDay: [Int32: [Int]] = [:]
+        for i in records.indices {
+            let day = zones[Int(records[i].zone)].day(of: Instant(nanoseconds: records[i].start)).number
+            if include?(day) ?? true { byDay[day, default: []].append(i) }
+        }
+        return byDay.map { day, indices in
+            let ordered = indices.sorted { records[$0].seq < records[$1].seq }
+            var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
+            for i in ordered {
+                lo = min(lo, records[i].value)
+                hi = max(hi, records[i].value)
+                sum += records[i].value
+            }
+            return DayTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: day)),
+                            summary: .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count))
+        }
+    }
+
+    // MARK: Explaining a day
+
+    /// Which sample won which part of a day's timeline, and what each contributed.
+    public func explain(_ key: DayKey) -> Explanation {
+        var explanation = Explanation(key: key, pieces: [], points: [], total: recompute([key])[key] ?? nil)
+        guard key.metric.isCumulative, let state = users[key.user]?.metrics[key.metric] else { return explanation }
+        let records = state.records(near: key.day.number...key.day.number, cumulative: true)
+        let table = rankTable(for: key.metric)
+        let resolver = TimelineResolver(records: records, rank: { table[Int($0)] })
+        let runs = resolver.runs()
+        func describe(_ i: Int) -> Explanation.SampleRef {
+            let r = records[i]
+            return .init(uuid: r.uuid, source: sources[Int(r.source)], zone: zones[Int(r.zone)].identifier,
+                         start: Instant(nanoseconds: r.start), end: Instant(nanoseconds: r.end), value: r.value)
+        }
+        for run in runs {
+            let winner = records[run.winner]
+            let rules = zones[Int(winner.zone)]
+            var cursor = run.start
+            rules.forEachDay(from: run.start, to: run.end) { day, nanos in
+                defer { cursor += nanos }
+                guard day == key.day else { return }
+                let beaten = records.indices.filter { i in
+                    i != run.winner && !records[i].isInstant && records[i].start < cursor + nanos && records[i].end > cursor
+                }
+                explanation.pieces.append(.init(
+                    start: Instant(nanoseconds: cursor), end: Instant(nanoseconds: cursor + nanos),
+                    offsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: cursor)),
+                    winner: describe(run.winner), beaten: beaten.map(describe),
+                    contribution: winner.value * Double(nanos) / Double(winner.end - winner.start)))
+            }
+        }
+        for outcome in resolver.instants(runs: runs) {
+            let r = records[outcome.record]
+            let rules = zones[Int(r.zone)]
+            guard rules.day(of: Instant(nanoseconds: r.start)) == key.day else { continue }
+            explanation.points.append(.init(
+                sample: describe(outcome.record), offsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: r.start)),
+                shadowedBy: outcome.shadowedBy.map(describe)))
+        }
+        return explanation
+    }
+}
+
+/// The answer of `Ledger.explain`.
+public struct Explanation: Sendable {
+    public struct SampleRef: Sendable {
+        public var uuid: String
+        public var source: String
+        public var zone: String
+        public var start: Instant
+        public var end: Instant
+        public var value: Double
+    }
+    /// A stretch of the day won by one interval sample.
+    public struct Piece: Sendable {
+        public var start: Instant
+        public var end: Instant
+        /// UTC offset of the winner's zone at `start`, for showing wall-clock times.
+        public var offsetSeconds: Int
+        public var winner: SampleRef
+        public var beaten: [SampleRef]
+        public var contribution: Double
+    }
+    /// An instantaneous sample and whether it counted.
+    public struct Point: Sendable {
+        public var sample: SampleRef
+        public var offsetSeconds: Int
+        public var shadowedBy: SampleRef?
+    }
+
+    public var key: DayKey
+    public var pieces: [Piece]
+    public var points: [Point]
+    public var total: DayTotal?
+}
+
+// MARK: - Storage
+
+private final class UserState {
+    var live: [String: (metric: Metric, seq: Int64)] = [:]
+    var tombstones: Set<String> = []
+    var metrics: [Metric: MetricState] = [:]
+}
+
+/// The live samples of one user and metric, with a day index.
+///
+/// Cumulative metrics are indexed by every UTC day a sample overlaps (so a civil day in any
+/// zone, which lies within its UTC day ± 1, finds all samples that can touch it); heart
+/// rate by the civil day of its start, which is the only day it counts in.
+private struct MetricState {
+    var records: [Int64: Record] = [:]
+    var buckets: [Int32: Bucket] = [:]
+
+    struct Bucket {
+        var seqs: [Int64] = []
+        /// Zone id → number of samples in the bucket recorded in it.
+        var zones: [(zone: Int32, count: Int32)] = []
+    }
+
+    static func utcDays(of r: Record) -> ClosedRange<Int32> {
+        let first = Int32(floorDiv(r.start, Instant.nanosPerDay))
+        let last = r.isInstant ? first : Int32(floorDiv(r.end - 1, Instant.nanosPerDay))
+        return first...last
+    }
+
+    func bucketDays(of r: Record, cumulative: Bool, zones: [ZoneRules]) -> ClosedRange<Int32> {
+        if cumulative { return MetricState.utcDays(of: r) }
+        let day = zones[Int(r.zone)].day(of: Instant(nanoseconds: r.start)).number
+        return day...day
+    }
+
+    mutating func insert(_ r: Record, cumulative: Bool, zones: [ZoneRules]) {
+        records[r.seq] = r
+        for day in bucketDays(of: r, cumulative: cumulative, zones: zones) {
+            buckets[day, default: Bucket()].seqs.append(r.seq)
+            if let k = buckets[day]?.zones.firstIndex(where: { $0.zone == r.zone }) {
+                buckets[day]?.zones[k].count += 1
+            } else {
+                buckets[day]?.zones.append((r.zone, 1))
+            }
+        }
+    }
+
+    mutating func remove(_ r: Record, cumulative: Bool, zones: [ZoneRules]) {
+        records[r.seq] = nil
+        for day in bucketDays(of: r, cumulative: cumulative, zones: zones) {
+            guard var bucket = buckets[day] else { continue }
+            if let k = bucket.seqs.firstIndex(of: r.seq) { bucket.seqs.remove(at: k) }
+            if let k = bucket.zones.firstIndex(where: { $0.zone == r.zone }) {
+                bucket.zones[k].count -= 1
+                if bucket.zones[k].count == 0 { bucket.zones.remove(at: k) }
+            }
+            buckets[day] = bucket.seqs.isEmpty ? nil : bucket
+        }
+    }
+
+    func forEachBucket(of r: Record, _ body: (Bucket) -> Void) {
+        for day in MetricState.utcDays(of: r) { if let b = buckets[day] { body(b) } }
+    }
+
+    /// Every record that can contribute to the civil days `days` (cumulative: overlapping
+    /// their UTC days ± 1; discrete: starting on them).
+    func records(near days: ClosedRange<Int32>, cumulative: Bool) -> [Record] {
+        let range = cumulative ? (days.lowerBound - 1)...(days.upperBound + 1) : days
+        var seen = Set<Int64>()
+        var out: [Record] = []
+        for day in range {
+            guard let bucket = buckets[day] else { continue }
+            for seq in bucket.seqs where seen.insert(seq).inserted {
+                if let r = records[seq] { out.append(r) }
+            }
+        }
+        return out
+    }
+}
+
+extension Record {
+    func sameContent(as other: Record) -> Bool {
+        start == other.start && end == other.end && value == other.value
+            && source == other.source && zone == other.zone && uuid == other.uuid
+    }
+}
+
+/// Splits a list of day numbers into maximal runs of consecutive days.
+struct DayClusters: Sequence {
+    let days: [Int32]
+    init(_ days: [Int32]) { self.days = Array(Set(days)).sorted() }
+
+    func makeIterator() -> AnyIterator<ClosedRange<Int32>> {
+        var i = 0
+        return AnyIterator {
+            guard i < days.count else { return nil }
+            let first = days[i]
+            while i + 1 < days.count, days[i + 1] == days[i] + 1 { i += 1 }
+            let last = days[i]
+            i += 1
+            return first...last
+        }
+    }
+}

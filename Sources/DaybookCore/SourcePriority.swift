@@ -1,0 +1,71 @@
+/// Which source wins when samples overlap: a per-metric order, else the default order.
+///
+/// Sources not listed rank below every listed one, among themselves in code-point
+/// (UTF-8 byte) order of their names, so the ranking is total and never depends on
+/// the order samples arrive in.
+public struct SourcePriority: Equatable, Sendable {
+    public var defaultOrder: [String]
+    public var perMetric: [Metric: [String]]
+
+    public static let builtIn = SourcePriority(defaultOrder: ["watch", "phone", "manual"], perMetric: [:])
+
+    public init(defaultOrder: [String], perMetric: [Metric: [String]] = [:]) {
+        self.defaultOrder = defaultOrder
+        self.perMetric = perMetric
+    }
+
+    public func order(for metric: Metric) -> [String] { perMetric[metric] ?? defaultOrder }
+
+    /// True when `a` outranks `b` for `metric`.
+    public func ranks(_ a: String, above b: String, for metric: Metric) -> Bool {
+        let order = order(for: metric)
+        let ia = order.firstIndex(of: a) ?? order.count
+        let ib = order.firstIndex(of: b) ?? order.count
+        if ia != ib { return ia < ib }
+        return a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+}
+
+/// Why a configuration could not be used.
+public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var field: String
+    public var message: String
+    public var description: String { "\(field): \(message)" }
+}
+
+extension SourcePriority {
+    /// Reads the `priority` member of a configuration object:
+    /// `{"priority":{"default":["watch","phone","manual"],"steps":["watch","phone"]}}`.
+    /// A missing `priority` or `default` falls back to the built-in order.
+    public init(configuration json: JSONValue) throws(ConfigurationError) {
+        self = .builtIn
+        guard let section = json["priority"] else { return }
+        guard case .object(let members) = section else {
+            throw ConfigurationError(field: "priority", message: "must be an object of source lists, got \(section.summary)")
+        }
+        for (key, value) in members.sorted(by: { $0.key < $1.key }) {
+            let path = "priority.\(key)"
+            guard case .array(let items) = value else {
+                throw ConfigurationError(field: path, message: "must be an array of source names, got \(value.summary)")
+            }
+            var names: [String] = []
+            for (i, item) in items.enumerated() {
+                guard case .string(let name) = item, !name.isEmpty else {
+                    throw ConfigurationError(field: "\(path)[\(i)]", message: "must be a non-empty source name, got \(item.summary)")
+                }
+                guard !names.contains(name) else {
+                    throw ConfigurationError(field: "\(path)[\(i)]", message: "\(JSONWriter.quoted(name)) is listed twice")
+                }
+                names.append(name)
+            }
+            if key == "default" {
+                defaultOrder = names
+            } else if let metric = Metric(rawValue: key) {
+                perMetric[metric] = names
+            } else {
+                let known = (["default"] + Metric.allCases.map(\.rawValue)).joined(separator: ", ")
+                throw ConfigurationError(field: path, message: "\(JSONWriter.quoted(key)) is not a metric; use one of \(known)")
+            }
+        }
+    }
+}

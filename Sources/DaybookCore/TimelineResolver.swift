@@ -1,0 +1,215 @@
+/// A sample as the resolver sees it: interned, ranked, and stamped with its log position.
+struct Record {
+    var start: Int64
+    var end: Int64
+    var value: Double
+    /// Log position of the version in force; later wins ties between equal ranks.
+    var seq: Int64
+    /// Interned source id (index into the ledger's source table).
+    var source: Int32
+    /// Interned zone id (index into the ledger's zone table).
+    var zone: Int32
+    var uuid: String
+
+    var isInstant: Bool { start == end }
+}
+
+/// A stretch of the timeline won by one interval sample.
+struct Run {
+    var start: Int64
+    var end: Int64
+    /// Index of the winning record.
+    var winner: Int
+}
+
+/// What happened to an instantaneous sample.
+struct InstantOutcome {
+    var record: Int
+    /// The record that shadowed it (an interval of a higher-ranked source, or a better
+    /// instant at the same moment); nil when it counts.
+    var shadowedBy: Int?
+}
+
+/// Resolves overlapping samples of one user and one cumulative metric into the parts of
+/// the timeline each sample wins, and attributes them to civil days.
+///
+/// Rules (see `Guides/Dedupe.md`): every instant of time is won by exactly one covering
+/// interval sample, the highest-ranked, then the latest in the log; the winner contributes
+/// `value × piece / its length`. An instantaneous sample counts in full unless an interval
+/// of a strictly higher-ranked source covers it or a better instant shares its moment.
+///
+/// Complexity: O(n log n) for n records (a sort, and a binary heap whose top is the
+/// current winner; entries whose end has passed are dropped lazily when they surface),
+/// plus O(r + d) for r runs and d civil-day pieces.
+struct TimelineResolver {
+    let records: [Record]
+    /// Rank of each record's source: lower is better.
+    let rank: (Int32) -> Int32
+
+    /// True when record `a` beats record `b` for a piece of timeline.
+    @inline(__always)
+    func beats(_ a: Int, _ b: Int) -> Bool {
+        let ra = rank(records[a].source), rb = rank(records[b].source)
+        if ra != rb { return ra < rb }
+        return records[a].seq > records[b].seq
+    }
+
+    /// The runs of the timeline, in time order, with adjacent runs of one winner merged.
+    func runs() -> [Run] {
+        var order: [Int] = []
+        order.reserveCapacity(records.count)
+        for i in records.indices where !records[i].isInstant { order.append(i) }
+        order.sort { records[$0].start < records[$1].start }
+
+        var runs: [Run] = []
+        var heap = WinnerHeap(resolver: self)
+        var next = 0
+        var t = Int64.min
+        while next < order.count || !heap.isEmpty {
+            if heap.isEmpty { t = records[order[next]].start }
+            while next < order.count, records[order[next]].start <= t {
+                heap.push(order[next])
+                next += 1
+            }
+            while let top = heap.top, records[top].end <= t { heap.pop() }
+            guard let winner = heap.top else { continue }
+            var until = records[winner].end
+            if next < order.count { until = min(until, records[order[next]].start) }
+            if let last = runs.last, last.winner == winner, last.end == t {
+                runs[runs.count - 1].end = until
+            } else {
+                runs.append(Run(start: t, end: until, winner: winner))
+            }
+            t = until
+        }
+        return runs
+    }
+
+    /// Decides each instantaneous sample against the runs and against the other instants.
+    func instants(runs: [Run]) -> [InstantOutcome] {
+        var order: [Int] = []
+        for i in records.indices where records[i].isInstant { order.append(i) }
+        guard !order.isEmpty else { return [] }
+        // Same moment: the best instant first.
+        order.sort { a, b in
+            records[a].start != records[b].start ? records[a].start < records[b].start : beats(a, b)
+        }
+        var outcomes: [InstantOutcome] = []
+        outcomes.reserveCapacity(order.count)
+        var r = 0
+        var best: Int? = nil
+        for i in order {
+            let t = records[i].start
+            if let b = best, records[b].start == t {
+                outcomes.append(InstantOutcome(record: i, shadowedBy: b))
+                continue
+            }
+            best = i
+            while r < runs.count, runs[r].end <= t { r += 1 }
+            if r < runs.count, runs[r].start <= t, rank(records[runs[r].winner].source) < rank(records[i].source) {
+                outcomes.append(InstantOutcome(record: i, shadowedBy: runs[r].winner))
+            } else {
+                outcomes.append(InstantOutcome(record: i, shadowedBy: nil))
+            }
+        }
+        return outcomes
+    }
+}
+
+/// A binary max-heap of record indices ordered by `TimelineResolver.beats`.
+struct WinnerHeap {
+    let resolver: TimelineResolver
+    var items: [Int] = []
+
+    init(resolver: TimelineResolver) { self.resolver = resolver }
+
+    var isEmpty: Bool { items.isEmpty }
+    var top: Int? { items.first }
+
+    mutating func push(_ x: Int) {
+        items.append(x)
+        var i = items.count - 1
+        while i > 0 {
+            let p = (i - 1) >> 1
+            guard resolver.beats(items[i], items[p]) else { break }
+            items.swapAt(i, p)
+            i = p
+        }
+    }
+
+    mutating func pop() {
+        let last = items.removeLast()
+        guard !items.isEmpty else { return }
+        items[0] = last
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < items.count, resolver.beats(items[l], items[m]) { m = l }
+            if r < items.count, resolver.beats(items[r], items[m]) { m = r }
+            if m == i { return }
+            items.swapAt(i, m)
+            i = m
+        }
+    }
+}
+
+/// Collects what each record contributes to each civil day, then sums per day in a fixed
+/// order (by log position) so that any two computations of a day agree to the bit.
+struct DayAttribution {
+    /// (day, record, nanoseconds); nanoseconds == -1 marks an instant counted in full.
+    private var pieces: [(day: Int32, record: Int, nanos: Int64)] = []
+
+    mutating func add(day: Int32, record: Int, nanos: Int64) { pieces.append((day, record, nanos)) }
+
+    /// Attributes runs and counted instants to days of each winner's own zone.
+    /// `include` filters days (nil: all days).
+    mutating func attribute(runs: [Run], instants: [InstantOutcome], records: [Record],
+                            zones: [ZoneRules], include: ((Int32) -> Bool)?) {
+        pieces.reserveCapacity(runs.count + instants.count)
+        for run in runs {
+            let r = records[run.winner]
+            zones[Int(r.zone)].forEachDay(from: run.start, to: run.end) { day, nanos in
+                if include?(day.number) ?? true { pieces.append((day.number, run.winner, nanos)) }
+            }
+        }
+        for outcome in instants where outcome.shadowedBy == nil {
+            let r = records[outcome.record]
+            let day = zones[Int(r.zone)].day(of: Instant(nanoseconds: r.start)).number
+            if include?(day) ?? true { pieces.append((day, outcome.record, -1)) }
+        }
+    }
+
+    /// Per day: the total and per-source contributions (in source-id order).
+    func totals(records: [Record]) -> [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] {
+        let sorted = pieces.sorted { a, b in
+            a.day != b.day ? a.day < b.day : records[a.record].seq < records[b.record].seq
+        }
+        var out: [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] = []
+        var i = 0
+        while i < sorted.count {
+            let day = sorted[i].day
+            var total = 0.0
+            var bySource: [(source: Int32, value: Double)] = []
+            while i < sorted.count, sorted[i].day == day {
+                let index = sorted[i].record
+                let r = records[index]
+                var nanos: Int64 = 0
+                var whole = false
+                while i < sorted.count, sorted[i].day == day, sorted[i].record == index {
+                    if sorted[i].nanos < 0 { whole = true } else { nanos += sorted[i].nanos }
+                    i += 1
+                }
+                let contribution = whole ? r.value : r.value * (Double(nanos) / Double(r.end - r.start))
+                total += contribution
+                if let k = bySource.firstIndex(where: { $0.source == r.source }) {
+                    bySource[k].value += contribution
+                } else {
+                    bySource.append((r.source, contribution))
+                }
+            }
+            out.append((day, total, bySource))
+        }
+        return out
+    }
+}

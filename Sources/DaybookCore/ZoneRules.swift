@@ -1,0 +1,114 @@
+import Foundation
+import Synchronization
+
+/// The UTC-offset history of one IANA time zone, flattened into a sorted transition table.
+///
+/// Foundation is asked once per zone (for 1900–2100; outside that range the nearest
+/// offset is used), then every conversion is a binary search and integer arithmetic.
+/// Civil days follow the wall clock exactly: a 23- or 25-hour day, a day that starts at
+/// 01:00 because midnight was skipped, a half-hour shift — all fall out of the table.
+public struct ZoneRules: Sendable {
+    public let identifier: String
+    /// UTC instants (ns) at which the offset changes, ascending.
+    let transitions: [Int64]
+    /// `offsets[0]` applies before `transitions[0]`; `offsets[k+1]` from `transitions[k]` on.
+    let offsets: [Int64]
+
+    init(identifier: String, transitions: [Int64], offsetSeconds: [Int]) {
+        self.identifier = identifier
+        self.transitions = transitions
+        self.offsets = offsetSeconds.map { Int64($0) * Instant.nanosPerSecond }
+    }
+
+    private static let cache = Mutex<[String: ZoneRules]>([:])
+
+    /// Identifiers that are accepted besides Foundation's list of known IANA zones.
+    private static let aliases: Set<String> = ["UTC", "Etc/UTC", "GMT", "Etc/GMT"]
+    private static let known: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(aliases)
+
+    /// The rules for an IANA identifier such as `Europe/Berlin`; nil when it is not one.
+    public static func named(_ identifier: String) -> ZoneRules? {
+        if let hit = cache.withLock({ $0[identifier] }) { return hit }
+        guard known.contains(identifier), let tz = TimeZone(identifier: identifier) else { return nil }
+        let rules = build(identifier: identifier, tz)
+        cache.withLock { $0[identifier] = rules }
+        return rules
+    }
+
+    private static func build(identifier: String, _ tz: TimeZone) -> ZoneRules {
+        let first = Date(timeIntervalSince1970: -2_208_988_800) // 1900-01-01
+        let last = Date(timeIntervalSince1970: 4_102_444_800)   // 2100-01-01
+        var transitions: [Int64] = []
+        var offsets = [tz.secondsFromGMT(for: first)]
+        var cursor = first
+        while let next = tz.nextDaylightSavingTimeTransition(after: cursor), next < last {
+            let offset = tz.secondsFromGMT(for: next)
+            if offset != offsets[offsets.count - 1] {
+                transitions.append(Int64(next.timeIntervalSince1970.rounded()) * Instant.nanosPerSecond)
+                offsets.append(offset)
+            }
+            cursor = next
+        }
+        return ZoneRules(identifier: identifier, transitions: transitions, offsetSeconds: offsets)
+    }
+
+    /// Index into `offsets` of the segment containing `t`.
+    @inline(__always)
+    func segment(containing t: Int64) -> Int {
+        var lo = 0, hi = transitions.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if transitions[mid] <= t { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The UTC offset in force at `instant`, in seconds.
+    public func offsetSeconds(at instant: Instant) -> Int {
+        Int(offsets[segment(containing: instant.nanoseconds)] / Instant.nanosPerSecond)
+    }
+
+    /// The civil day that the wall clock shows at `instant`.
+    public func day(of instant: Instant) -> CivilDay {
+        let t = instant.nanoseconds
+        return CivilDay(number: Int32(floorDiv(t + offsets[segment(containing: t)], Instant.nanosPerDay)))
+    }
+
+    /// Calls `body(day, nanoseconds)` for each stretch of `[start, end)` that the wall clock
+    /// shows as one civil day, in time order. A day can be reported more than once when the
+    /// clock is set back across midnight. Complexity: O(log T + pieces).
+    @inline(__always)
+    public func forEachDay(from start: Int64, to end: Int64, _ body: (CivilDay, Int64) -> Void) {
+        var a = start
+        var k = segment(containing: a)
+        while a < end {
+            let segmentEnd = k < transitions.count ? min(end, transitions[k]) : end
+            let offset = offsets[k]
+            while a < segmentEnd {
+                let day = floorDiv(a + offset, Instant.nanosPerDay)
+                let dayEnd = (day + 1) * Instant.nanosPerDay - offset
+                let pieceEnd = min(segmentEnd, dayEnd)
+                body(CivilDay(number: Int32(day)), pieceEnd - a)
+                a = pieceEnd
+            }
+            k += 1
+        }
+    }
+
+    /// The first instant the wall clock shows `day`, and the instant it stops (exclusive).
+    /// When the clock is set back across midnight the day has two stretches; this spans both.
+    public func bounds(of day: CivilDay) -> (start: Instant, end: Instant) {
+        let midnight = Int64(day.number) * Instant.nanosPerDay
+        var cursor = midnight - 2 * Instant.nanosPerDay
+        var start: Int64? = nil
+        var end = midnight
+        forEachDay(from: cursor, to: midnight + 3 * Instant.nanosPerDay) { d, length in
+            if d == day {
+                if start == nil { start = cursor }
+                end = cursor + length
+            }
+            cursor += length
+        }
+        return (Instant(nanoseconds: start ?? midnight), Instant(nanoseconds: end))
+    }
+}
