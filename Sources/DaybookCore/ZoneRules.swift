@@ -22,14 +22,16 @@ public struct ZoneRules: Sendable {
 
     private static let cache = Mutex<[String: ZoneRules]>([:])
 
-    /// Identifiers that are accepted besides Foundation's list of known IANA zones.
-    private static let aliases: Set<String> = ["UTC", "Etc/UTC", "GMT", "Etc/GMT"]
-    private static let known: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(aliases)
+    /// Foundation's list of canonical zones, plus the UTC names it resolves without listing.
+    private static let known: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC", "GMT"])
 
     /// The rules for an IANA identifier such as `Europe/Berlin`; nil when it is not one.
     public static func named(_ identifier: String) -> ZoneRules? {
         if let hit = cache.withLock({ $0[identifier] }) { return hit }
-        guard known.contains(identifier), let tz = TimeZone(identifier: identifier) else { return nil }
+        // Area/Location names (including aliases such as Asia/Kolkata that Foundation resolves
+        // but does not list) or a listed name; not ad-hoc offsets such as "GMT+5".
+        guard known.contains(identifier) || identifier.contains("/"),
+              let tz = TimeZone(identifier: identifier) else { return nil }
         let rules = build(identifier: identifier, tz)
         cache.withLock { $0[identifier] = rules }
         return rules
@@ -75,24 +77,31 @@ public struct ZoneRules: Sendable {
     }
 
     /// Calls `body(day, nanoseconds)` for each stretch of `[start, end)` that the wall clock
-    /// shows as one civil day, in time order. A day can be reported more than once when the
-    /// clock is set back across midnight. Complexity: O(log T + pieces).
+    /// shows as one civil day, in time order. A day is reported twice only when the clock
+    /// is set back across midnight. Complexity: O(log T + pieces).
     @inline(__always)
     public func forEachDay(from start: Int64, to end: Int64, _ body: (CivilDay, Int64) -> Void) {
         var a = start
         var k = segment(containing: a)
+        var pendingDay: Int64 = 0
+        var pending: Int64 = 0
         while a < end {
             let segmentEnd = k < transitions.count ? min(end, transitions[k]) : end
             let offset = offsets[k]
             while a < segmentEnd {
                 let day = floorDiv(a + offset, Instant.nanosPerDay)
-                let dayEnd = (day + 1) * Instant.nanosPerDay - offset
-                let pieceEnd = min(segmentEnd, dayEnd)
-                body(CivilDay(number: Int32(day)), pieceEnd - a)
+                let pieceEnd = min(segmentEnd, (day + 1) * Instant.nanosPerDay - offset)
+                if pending > 0, day != pendingDay {
+                    body(CivilDay(number: Int32(pendingDay)), pending)
+                    pending = 0
+                }
+                pendingDay = day
+                pending += pieceEnd - a
                 a = pieceEnd
             }
             k += 1
         }
+        if pending > 0 { body(CivilDay(number: Int32(pendingDay)), pending) }
     }
 
     /// The first instant the wall clock shows `day`, and the instant it stops (exclusive).

@@ -1,0 +1,324 @@
+@testable import DaybookCore
+import Foundation
+import Testing
+
+/// Seeded random logs checked against a slow reference, and the ledger against itself.
+@Suite struct PropertyTests {
+    static let seeds = Array(1...60).map(UInt64.init)
+
+    @Test(arguments: seeds)
+    func batchMatchesTheReference(seed: UInt64) {
+        var generator = LogGenerator(seed: seed)
+        let events = generator.log()
+        let ledger = Ledger(priority: LogGenerator.priority)
+        for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
+        let actual = ledger.allTotals()
+        let expected = Reference(priority: LogGenerator.priority).totals(events)
+        #expect(Set(actual.map { "\($0.key)" }) == Set(expected.keys), "rows differ (seed \(seed))")
+        for row in actual {
+            guard let want = expected["\(row.key)"] else { continue }
+            switch (row.summary, want) {
+            case (.cumulative(let v, _), .cumulative(let w, _)):
+                #expect(abs(v - w) <= 1e-6 * max(1, abs(w)), "\(row.key): \(v) vs reference \(w) (seed \(seed))")
+            case (.discrete(let a, let b, let c, let d), .discrete(let e, let f, let g, let h)):
+                #expect(a == e && b == f && abs(c - g) < 1e-9 && d == h, "\(row.key) (seed \(seed))")
+            default:
+                Issue.record("\(row.key): kinds differ (seed \(seed))")
+            }
+        }
+    }
+
+    @Test(arguments: seeds)
+    func incrementalEqualsBatchAtEveryCheckpoint(seed: UInt64) {
+        var generator = LogGenerator(seed: seed)
+        let events = generator.log()
+        let incremental = Ledger(priority: LogGenerator.priority)
+        var rows: [DayKey: DayTotal] = [:]
+        for (i, e) in events.enumerated() {
+            for (key, total) in incremental.recompute(incremental.apply(e, at: Int64(i))) { rows[key] = total }
+            if i % 5 == 4 || i == events.count - 1 {
+                let batch = Ledger(priority: LogGenerator.priority)
+                for (j, f) in events.prefix(i + 1).enumerated() { batch.apply(f, at: Int64(j)) }
+                #expect(rows.values.sorted { $0.key < $1.key } == batch.allTotals(), "after event \(i) (seed \(seed))")
+            }
+        }
+    }
+
+    @Test(arguments: seeds)
+    func deliveringAnEventTwiceChangesNothing(seed: UInt64) {
+        var generator = LogGenerator(seed: seed)
+        let events = generator.log()
+        let once = totals(events)
+        var rng = SplitMix64(seed: seed ^ 0xD0D0)
+        for _ in 0..<5 {
+            let i = Int(rng.next() % UInt64(events.count))
+            var twice = events
+            twice.insert(events[i], at: i + 1) // a redelivery right behind the original
+            #expect(totals(twice) == once, "event \(i) twice in a row (seed \(seed))")
+            // A late redelivery, when nothing after it touched the same sample.
+            if !events[(i + 1)...].contains(where: { $0.user == events[i].user && $0.uuid == events[i].uuid }) {
+                var late = events
+                late.append(events[i])
+                #expect(totals(late) == once, "event \(i) again at the end (seed \(seed))")
+            }
+        }
+    }
+
+    /// Rule 2 breaks ties between samples of one source by log order, so permuting two
+    /// overlapping samples of the same source legitimately changes the answer (see
+    /// `sameSourceOverlapGoesToTheLatestInTheLog`). These logs have no such pairs.
+    @Test(arguments: seeds)
+    func permutingEventsOfDifferentSamplesChangesNothing(seed: UInt64) {
+        var generator = LogGenerator(seed: seed, sameSourceOverlaps: false)
+        let events = generator.log()
+        let original = totals(events)
+        var rng = SplitMix64(seed: seed ^ 0xBEEF)
+        for _ in 0..<3 {
+            let permuted = LogGenerator.permuteKeepingEachSampleInOrder(events, rng: &rng)
+            let result = totals(permuted)
+            #expect(result.map(\.key) == original.map(\.key), "rows differ (seed \(seed))")
+            for (a, b) in zip(result, original) {
+                #expect(a.approximatelyEquals(b), "\(a.key): \(a.summary) vs \(b.summary) (seed \(seed))")
+            }
+        }
+    }
+
+    func totals(_ events: [Event]) -> [DayTotal] {
+        let ledger = Ledger(priority: LogGenerator.priority)
+        for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
+        return ledger.allTotals()
+    }
+}
+
+extension DayTotal {
+    func approximatelyEquals(_ other: DayTotal) -> Bool {
+        guard key == other.key else { return false }
+        switch (summary, other.summary) {
+        case (.cumulative(let a, _), .cumulative(let b, _)): return abs(a - b) <= 1e-9 * max(1, abs(b))
+        case (.discrete(let a, let b, let c, let d), .discrete(let e, let f, let g, let h)):
+            return a == e && b == f && abs(c - g) <= 1e-9 * max(1, abs(g)) && d == h
+        default: return false
+        }
+    }
+}
+
+/// SplitMix64, so that every seed gives the same log on every machine.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+/// Random logs around DST transitions: several sources and zones, edits, deletions,
+/// re-sends after deletion, exact redeliveries, instants, samples across midnight.
+/// All times are whole minutes so that the reference can discretise per minute exactly.
+struct LogGenerator {
+    static let priority = SourcePriority(defaultOrder: ["watch", "phone", "manual"], perMetric: [.distance: ["phone", "watch"]])
+    static let sources = ["watch", "phone", "manual", "zed", "abe"]
+    static let zones = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago", "Asia/Kolkata", "UTC"]
+    /// Midnights (UTC) of days around transitions in the zones above.
+    static let anchors: [Int64] = ["2024-03-31", "2024-03-10", "2024-04-07", "2024-09-08", "2024-10-27", "2024-11-03"]
+        .map { Int64(CivilDay($0)!.number) * 86_400 }
+
+    var rng: SplitMix64
+    let sameSourceOverlaps: Bool
+    private var counter = 0
+
+    init(seed: UInt64, sameSourceOverlaps: Bool = true) {
+        rng = SplitMix64(seed: seed)
+        self.sameSourceOverlaps = sameSourceOverlaps
+    }
+
+    mutating func log() -> [Event] {
+        let windowStart = LogGenerator.anchors[rng.below(LogGenerator.anchors.count)] - 86_400
+        let minutes = 3 * 24 * 60
+        let count = 10 + rng.below(50)
+        var events: [Event] = []
+        var samples: [Sample] = []
+        var taken: [String: [(Int64, Int64)]] = [:] // per user+source: intervals ever used
+        var deletedUUIDs: [(String, String)] = []
+
+        func fresh(user: String, uuid: String) -> Sample? {
+            for _ in 0..<20 {
+                let metricRoll = rng.below(10)
+                let metric: Metric = metricRoll < 6 ? .steps : metricRoll < 8 ? .distance : .heartRate
+                let source = LogGenerator.sources[rng.below(LogGenerator.sources.count)]
+                let zone = rng.below(5) == 0 ? LogGenerator.zones[rng.below(LogGenerator.zones.count)]
+                    : LogGenerator.zones[user == "u1" ? 0 : 2 + Int(windowStart / 86_400 % 3)]
+                let start = windowStart + Int64(rng.below(minutes)) * 60
+                let length: Int64 = rng.below(5) == 0 ? 0 : Int64(1 + (rng.below(4) == 0 ? rng.below(2000) : rng.below(240))) * 60
+                var value = Double(rng.below(1000))
+                if metric == .heartRate { value += 30 }
+                let key = "\(user)|\(source)|\(metric)"
+                if !sameSourceOverlaps {
+                    let clash = taken[key, default: []].contains { s, e in
+                        length == 0 ? (s == e && s == start) : (s != e && s < start + length && start < e)
+                    }
+                    if clash { continue }
+                    taken[key, default: []].append((start, start + length))
+                }
+                return Sample(user: user, uuid: uuid, metric: metric, source: source,
+                              start: Instant(seconds: start), end: Instant(seconds: start + length), value: value, zone: zone)
+            }
+            return nil
+        }
+
+        while events.count < count {
+            let user = rng.below(3) == 0 ? "u2" : "u1"
+            let roll = rng.below(100)
+            if roll < 65 || samples.isEmpty {
+                counter += 1
+                if let s = fresh(user: user, uuid: "s\(counter)") {
+                    samples.append(s)
+                    events.append(.sampleAdded(s))
+                }
+            } else if roll < 77 {
+                // Edit: same uuid, new value (and, when overlaps are allowed, new times).
+                var s = samples[rng.below(samples.count)]
+                if sameSourceOverlaps, let moved = fresh(user: s.user, uuid: s.uuid), moved.metric.isCumulative == s.metric.isCumulative {
+                    s = moved
+                } else {
+                    s.value = Double(rng.below(1000)) + (s.metric == .heartRate ? 30 : 0)
+                }
+                events.append(.sampleAdded(s))
+            } else if roll < 88 {
+                let s = samples[rng.below(samples.count)]
+                events.append(.sampleDeleted(user: s.user, uuid: s.uuid))
+                deletedUUIDs.append((s.user, s.uuid))
+            } else if roll < 94, !deletedUUIDs.isEmpty {
+                // A retry that tries to resurrect a deleted sample.
+                let (u, id) = deletedUUIDs[rng.below(deletedUUIDs.count)]
+                if var s = samples.first(where: { $0.user == u && $0.uuid == id }) {
+                    s.value += 1
+                    events.append(.sampleAdded(s))
+                }
+            } else if let e = events.randomElement(using: &rng) {
+                events.append(e) // an exact redelivery
+            }
+        }
+        return events
+    }
+
+    /// A random order in which each sample's own events keep their relative order.
+    static func permuteKeepingEachSampleInOrder(_ events: [Event], rng: inout SplitMix64) -> [Event] {
+        var slots = Array(events.indices)
+        for i in stride(from: slots.count - 1, to: 0, by: -1) { slots.swapAt(i, rng.below(i + 1)) }
+        var positions: [String: [Int]] = [:]
+        for (slot, original) in slots.enumerated() {
+            let e = events[original]
+            positions["\(e.user)|\(e.uuid)", default: []].append(slot)
+        }
+        var out = events
+        var next: [String: Int] = [:]
+        var sortedPositions = positions.mapValues { $0.sorted() }
+        for e in events {
+            let key = "\(e.user)|\(e.uuid)"
+            let k = next[key, default: 0]
+            out[sortedPositions[key]![k]] = e
+            next[key] = k + 1
+        }
+        sortedPositions.removeAll()
+        return out
+    }
+}
+
+extension SplitMix64: RandomNumberGenerator {}
+
+/// The rules of the README written the slow, obvious way: replay the log into a map,
+/// then walk every minute and every instant. Civil days come from Foundation's Calendar,
+/// not from `ZoneRules`, so the two are checked against each other.
+struct Reference {
+    let priority: SourcePriority
+    private var calendars: [String: Calendar] = [:]
+
+    init(priority: SourcePriority) { self.priority = priority }
+
+    mutating func day(_ seconds: Int64, _ zone: String) -> String {
+        if calendars[zone] == nil {
+            var c = Calendar(identifier: .gregorian)
+            c.timeZone = TimeZone(identifier: zone)!
+            calendars[zone] = c
+        }
+        let parts = calendars[zone]!.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+    }
+
+    func totals(_ events: [Event]) -> [String: DaySummary] {
+        var copy = self
+        return copy.compute(events)
+    }
+
+    private mutating func compute(_ events: [Event]) -> [String: DaySummary] {
+        var live: [String: (sample: Sample, seq: Int)] = [:]
+        var tombstones: Set<String> = []
+        for (i, e) in events.enumerated() {
+            let key = "\(e.user)|\(e.uuid)"
+            switch e {
+            case .sampleAdded(let s):
+                if tombstones.contains(key) { continue }
+                if let old = live[key], old.sample == s { continue }
+                live[key] = (s, i)
+            case .sampleDeleted:
+                tombstones.insert(key)
+                live[key] = nil
+            }
+        }
+        var sums: [String: Double] = [:]
+        var heart: [String: [(Int, Double)]] = [:]
+        let all = Array(live.values)
+        func better(_ a: (sample: Sample, seq: Int), _ b: (sample: Sample, seq: Int)) -> Bool {
+            if a.sample.source != b.sample.source { return priority.ranks(a.sample.source, above: b.sample.source, for: a.sample.metric) }
+            return a.seq > b.seq
+        }
+        for user in Set(all.map(\.sample.user)) {
+            for metric in Metric.allCases {
+                let mine = all.filter { $0.sample.user == user && $0.sample.metric == metric }
+                guard !mine.isEmpty else { continue }
+                if !metric.isCumulative {
+                    for m in mine {
+                        let k = "\(user)/\(metric.rawValue)/\(day(m.sample.start.nanoseconds / 1_000_000_000, m.sample.zone))"
+                        heart[k, default: []].append((m.seq, m.sample.value))
+                    }
+                    continue
+                }
+                let intervals = mine.filter { !$0.sample.isInstant }
+                let lo = mine.map { $0.sample.start.nanoseconds / 1_000_000_000 }.min()!
+                let hi = mine.map { $0.sample.end.nanoseconds / 1_000_000_000 }.max()!
+                var t = lo
+                while t < hi {
+                    let covering = intervals.filter { $0.sample.start.nanoseconds / 1_000_000_000 <= t && t < $0.sample.end.nanoseconds / 1_000_000_000 }
+                    if var best = covering.first {
+                        for c in covering.dropFirst() where better(c, best) { best = c }
+                        let minutes = Double(best.sample.end.nanoseconds - best.sample.start.nanoseconds) / 60e9
+                        sums["\(user)/\(metric.rawValue)/\(day(t, best.sample.zone))", default: 0] += best.sample.value / minutes
+                    }
+                    t += 60
+                }
+                for p in mine where p.sample.isInstant {
+                    let at = p.sample.start
+                    let shadowedByInterval = intervals.contains {
+                        $0.sample.start <= at && at < $0.sample.end
+                            && priority.ranks($0.sample.source, above: p.sample.source, for: metric)
+                    }
+                    let outranked = mine.contains { $0.sample.isInstant && $0.sample.start == at && $0.sample.uuid != p.sample.uuid && better($0, p) }
+                    if !shadowedByInterval && !outranked {
+                        sums["\(user)/\(metric.rawValue)/\(day(at.nanoseconds / 1_000_000_000, p.sample.zone))", default: 0] += p.sample.value
+                    }
+                }
+            }
+        }
+        var out: [String: DaySummary] = sums.mapValues { .cumulative(value: $0, sources: []) }
+        for (k, values) in heart {
+            let v = values.sorted { $0.0 < $1.0 }.map(\.1)
+            out[k] = .discrete(min: v.min()!, max: v.max()!, average: v.reduce(0, +) / Double(v.count), count: v.count)
+        }
+        return out
+    }
+}

@@ -1,0 +1,180 @@
+@testable import DaybookCore
+import Testing
+
+@Suite struct ValidationTests {
+    let decoder = EventDecoder()
+
+    /// A valid sample-added line with one member of `sample` replaced (or removed with nil).
+    func line(_ key: String, _ json: String?, top: String = "") -> String {
+        var fields: [(String, String)] = [
+            ("uuid", #""a1""#), ("metric", #""steps""#), ("source", #""watch""#),
+            ("start", #""2024-03-02T09:00:00+01:00""#), ("end", #""2024-03-02T09:30:00.250+01:00""#),
+            ("value", "3000"), ("unit", #""count""#), ("zone", #""Europe/Berlin""#),
+        ]
+        if let i = fields.firstIndex(where: { $0.0 == key }) {
+            if let json { fields[i].1 = json } else { fields.remove(at: i) }
+        } else if let json {
+            fields.append((key, json))
+        }
+        let sample = fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",")
+        return #"{"type":"sample-added","user":"ana",\#(top)"sample":{\#(sample)}}"#
+    }
+
+    func rejection(_ text: String) -> EventError? {
+        do {
+            _ = try decoder.decode(text)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func acceptsAValidLineAndConvertsNothing() throws {
+        let event = try decoder.decode(line("extra", #"{"ignored":true}"#, top: #""schema":1,"#))
+        guard case .sampleAdded(let s) = event else { Issue.record("not an add"); return }
+        #expect(s.user == "ana" && s.uuid == "a1" && s.metric == .steps && s.source == "watch")
+        #expect(s.value == 3000)
+        #expect(s.end.nanoseconds - s.start.nanoseconds == 1_800_250_000_000)
+        #expect(s.start == Instant(seconds: 1_709_366_400)) // 08:00Z
+    }
+
+    @Test func acceptsDeletion() throws {
+        #expect(try decoder.decode(#"{"type":"sample-deleted","user":"ana","uuid":"a1"}"#) == .sampleDeleted(user: "ana", uuid: "a1"))
+    }
+
+    @Test(arguments: [
+        ("distance", "km", 2.5, 2500.0), ("distance", "mi", 1, 1609.344), ("distance", "m", 7, 7),
+        ("active_energy", "kJ", 418.4, 100), ("active_energy", "Cal", 12, 12), ("active_energy", "kcal", 3, 3),
+    ])
+    func convertsUnits(metric: String, unit: String, raw: Double, canonical: Double) throws {
+        let text = line("metric", "\"\(metric)\"").replacingOccurrences(of: #""unit":"count""#, with: "\"unit\":\"\(unit)\"")
+            .replacingOccurrences(of: #""value":3000"#, with: "\"value\":\(raw)")
+        guard case .sampleAdded(let s) = try decoder.decode(text) else { Issue.record("not an add"); return }
+        #expect(abs(s.value - canonical) < 1e-9)
+    }
+
+    @Test(arguments: [
+        // (line, code, field, words the message must contain)
+        ("{\"type\":", EventError.Code.malformedJSON, nil as String?, "malformed JSON"),
+        (#"[1,2]"#, .wrongType, nil, "JSON object"),
+        (#"{"type":"sample-added","user":"ana","schema":2,"sample":{}}"#, .unsupportedSchema, "schema", "schema 1"),
+        (#"{"type":"sample-moved","user":"ana"}"#, .unknownType, "type", "sample-moved"),
+        (#"{"type":"sample-deleted","user":"","uuid":"x"}"#, .emptyString, "user", "empty"),
+        (#"{"type":"sample-deleted","user":"ana"}"#, .missingField, "uuid", "missing"),
+        (#"{"type":"sample-added","user":"ana"}"#, .missingField, "sample", "missing"),
+        (#"{"type":"sample-added","user":"ana","sample":[]}"#, .wrongType, "sample", "object"),
+    ])
+    func rejectsBadEnvelopes(text: String, code: EventError.Code, field: String?, words: String) throws {
+        let error = try #require(rejection(text))
+        #expect(error.code == code)
+        #expect(error.field == field)
+        #expect(error.description.contains(words), "\(error)")
+    }
+
+    @Test(arguments: [
+        ("metric", #""stairs""# as String?, EventError.Code.unknownMetric, "sample.metric", "\"stairs\""),
+        ("unit", #""ft""#, .unitMismatch, "sample.unit", "\"ft\""),
+        ("unit", #""kcal""#, .unitMismatch, "sample.unit", "use count"),
+        ("start", #""yesterday""#, .badTime, "sample.start", "\"yesterday\""),
+        ("start", #""2024-02-30T09:00:00Z""#, .badTime, "sample.start", "out of range"),
+        ("end", #""2024-03-02T09:00:00""#, .badTime, "sample.end", "RFC 3339"),
+        ("end", #""2024-03-02T08:00:00+01:00""#, .endBeforeStart, "sample.end", "before"),
+        ("end", #""2024-03-09T09:00:01+01:00""#, .tooLong, "sample.end", "7"),
+        ("zone", #""Mars/Olympus""#, .badZone, "sample.zone", "\"Mars/Olympus\""),
+        ("zone", #""GMT+5""#, .badZone, "sample.zone", "IANA"),
+        ("value", "NaN", .notFinite, "sample.value", "NaN"),
+        ("value", "1e999", .notFinite, "sample.value", "1e999"),
+        ("value", "-Infinity", .notFinite, "sample.value", "-Infinity"),
+        ("value", "-1", .negativeValue, "sample.value", "-1"),
+        ("value", #""12""#, .wrongType, "sample.value", "number"),
+        ("value", nil as String?, .missingField, "sample.value", "missing"),
+        ("uuid", #""""#, .emptyString, "sample.uuid", "empty"),
+        ("source", #""""#, .emptyString, "sample.source", "empty"),
+        ("source", "7", .wrongType, "sample.source", "string"),
+    ])
+    func rejectsBadSamples(key: String, json: String?, code: EventError.Code, field: String, words: String) throws {
+        let error = try #require(rejection(line(key, json)))
+        #expect(error.code == code)
+        #expect(error.field == field)
+        #expect(error.description.contains(words), "\(error)")
+    }
+
+    @Test func heartRateMustBePositive() throws {
+        let text = line("metric", #""heart_rate""#).replacingOccurrences(of: #""unit":"count""#, with: #""unit":"count/min""#)
+            .replacingOccurrences(of: #""value":3000"#, with: #""value":0"#)
+        let error = try #require(rejection(text))
+        #expect(error.code == .nonPositiveHeartRate)
+        #expect(error.description == "sample.value: 0 is not a positive heart rate")
+    }
+
+    @Test func zeroStepsIsValid() throws {
+        _ = try decoder.decode(line("value", "0"))
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test(arguments: [
+        ("2024-03-02T09:00:00Z", Int64(1_709_370_000) * 1_000_000_000),
+        ("2024-03-02t09:00:00z", Int64(1_709_370_000) * 1_000_000_000),
+        ("2024-03-02 10:00:00+01:00", Int64(1_709_370_000) * 1_000_000_000),
+        ("2024-03-02T04:30:00.123456789-04:30", Int64(1_709_370_000) * 1_000_000_000 + 123_456_789),
+        ("2024-03-02T09:00:00.5Z", Int64(1_709_370_000) * 1_000_000_000 + 500_000_000),
+        ("1969-12-31T23:59:59Z", -1_000_000_000),
+        ("2024-02-29T00:00:00Z", Int64(1_709_164_800) * 1_000_000_000),
+    ])
+    func parses(text: String, nanos: Int64) throws {
+        #expect(try Instant(rfc3339: text).nanoseconds == nanos)
+    }
+
+    @Test(arguments: ["", "2024-03-02", "2024-03-02T09:00Z", "2024-03-02T09:00:00", "2024-03-02T09:00:00+0100",
+                      "2024-13-02T09:00:00Z", "2023-02-29T09:00:00Z", "2024-03-02T24:00:00Z", "2024-03-02T09:00:00.Z",
+                      "2024-03-02T09:00:00Z ", "2024-03-02T09:00:60Z"])
+    func rejects(text: String) {
+        #expect(throws: TimestampError.self) { try Instant(rfc3339: text) }
+    }
+
+    @Test func formatsRoundTrip() throws {
+        let t = try Instant(rfc3339: "2024-03-31T01:30:00.25+01:00")
+        #expect(t.description == "2024-03-31T00:30:00.25Z")
+        #expect(t.format(offsetSeconds: 3600) == "2024-03-31T01:30:00.25+01:00")
+        #expect(try Instant(rfc3339: t.description) == t)
+    }
+
+    @Test func civilDaysRoundTripOverFourCenturies() {
+        for n in stride(from: Int32(-146_097), through: 146_097, by: 7) {
+            let d = CivilDay(number: n)
+            let (y, m, day) = d.components
+            #expect(CivilDay(year: y, month: m, day: day) == d)
+            #expect(CivilDay(d.description) == d)
+        }
+        #expect(CivilDay(year: 1970, month: 1, day: 1).number == 0)
+        #expect(CivilDay("2024-02-30") == nil)
+    }
+}
+
+@Suite struct JSONTests {
+    @Test func parsesNestedValuesAndEscapes() throws {
+        let v = try JSONParser.parse(#" {"a":[1,-2.5e2,true,false,null],"b":"x\"\\\/\n\u00e9\ud83d\ude00","c":{}} "#)
+        #expect(v["a"] == .array([.number(1), .number(-250), .bool(true), .bool(false), .null]))
+        #expect(v["b"] == .string("x\"\\/\né😀"))
+        #expect(v["c"] == .object([:]))
+    }
+
+    @Test(arguments: ["", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "\"a", "{} x", "tru", "\"\u{01}\"", "\"\\ud800\""])
+    func rejectsMalformed(text: String) {
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(text) }
+    }
+
+    @Test func numbersRoundTrip() throws {
+        for d in [0.1, 1e-7, 123456789012345678.0, 5e-324, 1.7976931348623157e308, 3.0, -0.5] {
+            #expect(try JSONParser.parse(JSONWriter.number(d)) == .number(d))
+        }
+        #expect(JSONWriter.number(7050) == "7050")
+        #expect(DayTotal.format(7050.000000000001) == "7050")
+        #expect(DayTotal.format(1234.5678904) == "1234.56789")
+    }
+
+    @Test func rejectsDeepNesting() {
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)) }
+    }
+}
