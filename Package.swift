@@ -12,6 +12,6 @@ let package = Package(
         .target(name: "DaybookCore"),
         .executableTarget(name: "daybook", dependencies: ["DaybookCore"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore"]),
-        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore"]),
+        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "daybook"]),
     ]
 )
