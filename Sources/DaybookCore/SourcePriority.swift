@@ -31,6 +31,11 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
     public var field: String
     public var message: String
     public var description: String { "\(field): \(message)" }
+
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
 }
 
 extension SourcePriority {

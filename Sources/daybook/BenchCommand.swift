@@ -5,13 +5,16 @@ import Foundation
 enum BenchCommand: Subcommand {
     static let name = "bench"
     static let abstract = "Measure throughput (bench core: decode, apply, resolve)."
-    static let usage = "bench core [--samples N] [--users N] [--seed N]"
+    static let usage = "bench core|generate [--samples N] [--users N] [--seed N]"
     static let options = [
         OptionSpec(name: "--samples", value: "N", help: "About how many samples to generate (default 1000000)."),
         OptionSpec(name: "--users", value: "N", help: "Users to spread them over (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "Random seed, for repeatable data (default 1)."),
     ]
     static let discussion = """
+    'generate' writes such a log as JSON lines to stdout (for publish and projector
+    benchmarks: daybook bench generate --samples 1000000 > events.jsonl).
+
     'core' generates a realistic log in memory (a watch and a phone recording the same
     walks, manual entries, per-minute heart rate, a few travellers and DST weekends) and
     times, on one thread: decoding and validating the JSON lines, applying the events to
@@ -19,10 +22,19 @@ enum BenchCommand: Subcommand {
     """
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
-        guard arguments.positionals == ["core"] else { throw CLIError.usage("bench takes one target: core") }
+        guard arguments.positionals == ["core"] || arguments.positionals == ["generate"] else {
+            throw CLIError.usage("bench takes one target: core or generate")
+        }
         let target = try arguments.integer("--samples", default: 1_000_000, in: 1...100_000_000)
         let userCount = try arguments.integer("--users", default: 200, in: 1...1_000_000)
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
+        if arguments.positionals == ["generate"] {
+            var generator = SyntheticLog(seed: UInt64(seed))
+            var out = OutputBuffer()
+            for event in generator.events(samples: target, users: userCount) { out.line(SyntheticLog.jsonLine(event)) }
+            out.flush()
+            return ExitCode.ok
+        }
 
         var t0 = Date()
         var generator = SyntheticLog(seed: UInt64(seed))

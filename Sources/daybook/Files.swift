@@ -3,28 +3,28 @@ import Foundation
 
 /// Reading inputs and writing outputs for the commands.
 enum Files {
-    /// The whole contents of a path, or of standard input for `-`.
-    static func read(_ path: String) throws -> [UInt8] {
-        if path == "-" {
-            return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
-        }
+    /// The whole contents of a path (memory-mapped, so a large log is not copied), or of
+    /// standard input for `-`.
+    static func read(_ path: String) throws -> Data {
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIError(code: ExitCode.noInput, message: "\(path): no such file")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read (check its permissions)")
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+        } catch {
+            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read (\(error.localizedDescription))")
         }
-        return [UInt8](data)
     }
 
     /// Calls `body(lineNumber, bytes)` for each non-blank line (1-based numbers).
-    static func forEachLine(_ bytes: [UInt8], _ body: (Int, UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
-        try bytes.withUnsafeBufferPointer { all in
+    static func forEachLine(_ data: Data, _ body: (Int, UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        try data.withUnsafeBytes { raw in
+            let all = raw.bindMemory(to: UInt8.self)
             var start = 0
             var number = 0
             while start < all.count {
-                var end = start
-                while end < all.count, all[end] != 10 { end += 1 }
+                let end = (UnsafeBufferPointer(rebasing: all[start...]).firstIndex(of: 10)).map { start + $0 } ?? all.count
                 number += 1
                 var trimmed = end
                 if trimmed > start, all[trimmed - 1] == 13 { trimmed -= 1 }
@@ -35,18 +35,33 @@ enum Files {
         }
     }
 
-    /// The source priority from a configuration file, or the built-in order without one.
-    static func priority(configPath: String?) throws -> SourcePriority {
-        guard let configPath else { return .builtIn }
-        let bytes = try read(configPath)
-        do {
-            let json = try bytes.withUnsafeBufferPointer { try JSONParser.parse($0) }
-            return try SourcePriority(configuration: json)
-        } catch let error as JSONSyntaxError {
-            throw CLIError(code: ExitCode.config, message: "\(configPath): not valid JSON: \(error)")
-        } catch let error as ConfigurationError {
-            throw CLIError(code: ExitCode.config, message: "\(configPath): \(error)")
+    /// Decodes every non-blank line, on all cores, calling `body` in line order with each
+    /// line's number, bytes and event (or rejection). Work goes in chunks so memory stays flat.
+    static func forEachEvent(_ data: Data, _ body: (Int, UnsafeBufferPointer<UInt8>, Result<Event, EventError>) throws -> Void) rethrows {
+        var lines: [(number: Int, line: UnsafeBufferPointer<UInt8>)] = []
+        let chunk = 32_768
+        let decoder = EventDecoder()
+        func drain() throws {
+            let results = UnsafeMutableBufferPointer<Result<Event, EventError>?>.allocate(capacity: lines.count)
+            results.initialize(repeating: nil)
+            defer { results.deinitialize(); results.deallocate() }
+            let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+            nonisolated(unsafe) let snapshot = lines
+            let per = (snapshot.count + workers - 1) / workers
+            nonisolated(unsafe) let out = results
+            DispatchQueue.concurrentPerform(iterations: workers) { w in
+                for i in (w * per)..<min(snapshot.count, (w + 1) * per) {
+                    out[i] = Result { () throws(EventError) in try decoder.decode(snapshot[i].line) }
+                }
+            }
+            for i in lines.indices { try body(lines[i].number, lines[i].line, results[i]!) }
+            lines.removeAll(keepingCapacity: true)
         }
+        try forEachLine(data) { number, line in
+            lines.append((number, line))
+            if lines.count == chunk { try drain() }
+        }
+        if !lines.isEmpty { try drain() }
     }
 }
 
@@ -79,6 +94,6 @@ struct OutputBuffer {
     }
 }
 
-func printError(_ s: String) {
-    FileHandle.standardError.write((s + "\n").data(using: .utf8) ?? Data())
+func printError(_ s: String, newline: Bool = true) {
+    FileHandle.standardError.write(Data((newline ? s + "\n" : s).utf8))
 }

@@ -1,0 +1,134 @@
+/// Where the cluster is and how to talk to it.
+public struct KafkaConnection: Sendable, CustomStringConvertible {
+    /// Comma-separated `host:port` list. Default: `localhost:9092`.
+    public var bootstrapServers: String
+    /// Sent to brokers for their logs and quotas. Default: `daybook`.
+    public var clientID: String
+    /// Raw librdkafka properties passed through as they are (security.protocol, sasl.mechanism,
+    /// ssl.ca.location, …). Secrets do not belong here: see `secrets`.
+    public var properties: [String: String]
+    /// Secret properties (sasl.password, ssl.key.password, …) resolved from the environment.
+    /// Never printed: `description` shows their names only.
+    public var secrets: [String: String]
+
+    public init(bootstrapServers: String = "localhost:9092", clientID: String = "daybook",
+                properties: [String: String] = [:], secrets: [String: String] = [:]) {
+        self.bootstrapServers = bootstrapServers
+        self.clientID = clientID
+        self.properties = properties
+        self.secrets = secrets
+    }
+
+    /// Property names that must come from the environment, never from a file.
+    public static let secretProperties: Set<String> = [
+        "sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret",
+        "ssl.key.pem", "sasl.oauthbearer.config",
+    ]
+
+    public var description: String {
+        let hidden = secrets.keys.sorted().map { "\($0)=<redacted>" }
+        return "bootstrap.servers=\(bootstrapServers) client.id=\(clientID)" + (hidden.isEmpty ? "" : " " + hidden.joined(separator: " "))
+    }
+}
+
+/// Settings of `KafkaProducer`. Each field maps to one librdkafka property.
+public struct ProducerConfiguration: Sendable {
+    public enum Compression: String, Sendable, CaseIterable { case none, gzip, snappy, lz4, zstd }
+
+    /// `compression.codec`. Default: `lz4`.
+    public var compression: Compression = .lz4
+    /// `linger.ms`: how long to wait to fill a batch. Default: 5.
+    public var lingerMilliseconds: Int = 5
+    /// `message.timeout.ms`: how long librdkafka retries a message before it reports it failed.
+    /// Default: 300000 (5 minutes).
+    public var messageTimeoutMilliseconds: Int = 300_000
+    /// `queue.buffering.max.messages`: messages in flight before `send` waits. Default: 100000.
+    public var queueCapacity: Int = 100_000
+    /// `batch.size` in bytes. Default: 1000000.
+    public var batchBytes: Int = 1_000_000
+
+    public init() {}
+
+    /// Properties Daybook relies on; a passthrough property may not change them.
+    static let locked: [String: String] = [
+        "enable.idempotence": "true",
+        "acks": "all",
+        "partitioner": "murmur2_random",
+    ]
+
+    /// The librdkafka property map: defaults, then the connection's passthrough, then the
+    /// locked properties. Throws if a passthrough property tries to change a locked one.
+    public func properties(for connection: KafkaConnection) throws(KafkaError) -> [String: String] {
+        var p = try baseProperties(connection)
+        p["compression.codec"] = compression.rawValue
+        p["linger.ms"] = String(lingerMilliseconds)
+        p["message.timeout.ms"] = String(messageTimeoutMilliseconds)
+        p["queue.buffering.max.messages"] = String(queueCapacity)
+        p["batch.size"] = String(batchBytes)
+        return try merge(p, connection, locked: ProducerConfiguration.locked)
+    }
+}
+
+/// Settings of `KafkaConsumer`.
+public struct ConsumerConfiguration: Sendable {
+    /// `group.id`. Default: `daybook-projector`.
+    public var groupID: String = "daybook-projector"
+    /// `group.instance.id` for static membership (a restarted member gets its partitions
+    /// back without a rebalance). Default: none.
+    public var groupInstanceID: String? = nil
+    /// `session.timeout.ms`: how long a silent member keeps its partitions. Default: 10000.
+    public var sessionTimeoutMilliseconds: Int = 10_000
+    /// `heartbeat.interval.ms`. Default: 1000.
+    public var heartbeatIntervalMilliseconds: Int = 1_000
+    /// `auto.offset.reset` for partitions without a position. Default: `earliest`.
+    public var startFromEarliest: Bool = true
+    /// `enable.partition.eof`: report reaching the end of a partition. Default: true.
+    public var reportEndOfPartition: Bool = true
+    /// `fetch.max.bytes`-style budget per fetch, in bytes. Default: 52428800.
+    public var fetchMaxBytes: Int = 52_428_800
+
+    public init() {}
+
+    /// Offsets live with the data (in SQLite), so Kafka must never commit or store them by itself.
+    static let locked: [String: String] = [
+        "enable.auto.commit": "false",
+        "enable.auto.offset.store": "false",
+    ]
+
+    public func properties(for connection: KafkaConnection) throws(KafkaError) -> [String: String] {
+        var p = try baseProperties(connection)
+        p["group.id"] = groupID
+        if let groupInstanceID { p["group.instance.id"] = groupInstanceID }
+        p["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
+        p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
+        p["auto.offset.reset"] = startFromEarliest ? "earliest" : "latest"
+        p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
+        p["fetch.max.bytes"] = String(fetchMaxBytes)
+        p["partition.assignment.strategy"] = "range,roundrobin"
+        return try merge(p, connection, locked: ConsumerConfiguration.locked)
+    }
+}
+
+private func baseProperties(_ connection: KafkaConnection) throws(KafkaError) -> [String: String] {
+    for key in connection.properties.keys where KafkaConnection.secretProperties.contains(key) {
+        throw KafkaError(.configuration, "\(key) must not be written in a configuration file; name an environment variable for it under \"secrets\"")
+    }
+    return [
+        "bootstrap.servers": connection.bootstrapServers,
+        "client.id": connection.clientID,
+        "log.connection.close": "false",
+    ]
+}
+
+private func merge(_ defaults: [String: String], _ connection: KafkaConnection, locked: [String: String]) throws(KafkaError) -> [String: String] {
+    var p = defaults
+    for (key, value) in connection.properties {
+        if let required = locked[key], required != value {
+            throw KafkaError(.configuration, "\(key)=\(value) is not allowed: Daybook needs \(key)=\(required)")
+        }
+        p[key] = value
+    }
+    for (key, value) in locked { p[key] = value }
+    for (key, value) in connection.secrets { p[key] = value }
+    return p
+}

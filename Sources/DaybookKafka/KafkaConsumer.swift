@@ -1,0 +1,96 @@
+import DaybookLog
+
+/// One message read from Kafka (payload and key copied out of librdkafka).
+public struct ConsumedMessage: Sendable {
+    public var topicPartition: TopicPartition
+    public var offset: Int64
+    public var key: [UInt8]
+    public var value: [UInt8]
+    public var headers: [(String, [UInt8])]
+
+    public func header(_ name: String) -> [UInt8]? { headers.first { $0.0 == name }?.1 }
+}
+
+/// What `KafkaConsumer.poll` returns.
+public enum ConsumerEvent: Sendable {
+    case message(ConsumedMessage)
+    /// The consumer has read everything up to `offset` (the partition's current end).
+    case endOfPartition(TopicPartition, offset: Int64)
+    /// A consumer error (broker down, unknown partition); the consumer keeps going.
+    case error(KafkaError)
+}
+
+/// Reports partition assignment changes of the group.
+public protocol RebalanceHandler: AnyObject {
+    /// The group gave these partitions to this member. Return the offset to start each one
+    /// from (the offset stored with your data); partitions left out start from the group's
+    /// committed offset, else from the earliest.
+    func assigned(_ partitions: [TopicPartition]) -> [TopicPartition: Int64]
+    /// These partitions are being taken away; finish or abandon work on them now.
+    func revoked(_ partitions: [TopicPartition])
+}
+
+/// Consumes from Kafka as a member of a consumer group, without ever committing or storing
+/// offsets on its own (`enable.auto.commit=false`, `enable.auto.offset.store=false`).
+///
+/// Not thread-safe: one thread polls; the rebalance handler runs on it during `poll`.
+public final class KafkaConsumer {
+    private let core: RDKafkaConsumer
+    private let logger: Logger
+    private weak var handler: (any RebalanceHandler)?
+
+    public init(connection: KafkaConnection, configuration: ConsumerConfiguration, logger: Logger) throws(KafkaError) {
+        self.logger = logger
+        core = try RDKafkaConsumer(properties: try configuration.properties(for: connection), logger: logger)
+    }
+
+    /// Joins the group for `topics`. `handler` (held weakly) hears every assignment change.
+    public func subscribe(_ topics: [String], handler: any RebalanceHandler) throws(KafkaError) {
+        self.handler = handler
+        core.callbacks.onRebalance = { [unowned self] assigned, partitions in
+            let names = partitions.map(\.description).joined(separator: ", ")
+            if assigned {
+                self.logger.info("assigned \(names)")
+                return self.handler?.assigned(partitions) ?? [:]
+            }
+            self.logger.info("revoked \(names)")
+            self.handler?.revoked(partitions)
+            return [:]
+        }
+        try core.subscribe(topics)
+    }
+
+    /// Reads partitions directly, outside any group rebalancing, from the given offsets.
+    public func assign(_ partitions: [TopicPartition], startingAt offsets: [TopicPartition: Int64] = [:]) throws(KafkaError) {
+        try core.assign(partitions, offsets: offsets)
+    }
+
+    /// Up to `maxMessages` events; waits at most `timeoutMilliseconds` when none is ready.
+    public func poll(maxMessages: Int = 1_000, timeoutMilliseconds: Int32 = 100) -> [ConsumerEvent] {
+        core.poll(max: maxMessages, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    public func pause(_ partitions: [TopicPartition]) throws(KafkaError) { try core.pause(partitions) }
+    public func resume(_ partitions: [TopicPartition]) throws(KafkaError) { try core.resume(partitions) }
+
+    /// Moves the read position of assigned partitions.
+    public func seek(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32 = 5_000) throws(KafkaError) {
+        try core.seek(offsets, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Low and high watermark (the next offset to be written), for lag and progress.
+    public func watermarks(_ tp: TopicPartition, timeoutMilliseconds: Int32 = 5_000) throws(KafkaError) -> (low: Int64, high: Int64) {
+        try core.client.watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Commits offsets to the group, asynchronously. Informational only.
+    public func commit(_ offsets: [TopicPartition: Int64]) throws(KafkaError) { try core.commit(offsets) }
+
+    /// The partitions currently assigned to this member.
+    public var assignment: [TopicPartition] { core.assignment() }
+
+    /// Leaves the group cleanly; the handler hears the revocation.
+    public func close() { core.close() }
+
+    public var lastClientError: KafkaError? { core.callbacks.lastError }
+}

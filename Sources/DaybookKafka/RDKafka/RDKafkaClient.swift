@@ -1,0 +1,148 @@
+import CRdKafka
+import DaybookLog
+
+/// Things librdkafka calls back into. One per client; passed to C as the handle's opaque.
+///
+/// `logger` is read from librdkafka's own threads (log callback), so it is immutable;
+/// the other members are only touched from the thread that polls the client.
+final class ClientCallbacks {
+    let logger: Logger
+    var onDelivery: ((_ id: Int, _ error: KafkaError?, _ partition: Int32, _ offset: Int64) -> Void)?
+    /// Called with (true, partitions) on assignment, returning start offsets; (false, partitions) on revocation.
+    var onRebalance: ((_ assigned: Bool, _ partitions: [TopicPartition]) -> [TopicPartition: Int64])?
+    /// The most recent client-level error (all brokers down, authentication, fatal).
+    var lastError: KafkaError?
+
+    init(logger: Logger) { self.logger = logger }
+}
+
+/// Owns one `rd_kafka_t`. Everything that talks to librdkafka goes through one of these.
+final class RDKafkaClient {
+    let handle: OpaquePointer
+    let callbacks: ClientCallbacks
+
+    /// Creates a client of `type` from a property map, installing the callbacks that
+    /// `configure` asks for on the configuration object before the handle exists.
+    init(type: rd_kafka_type_t, properties: [String: String], callbacks: ClientCallbacks,
+         configure: (OpaquePointer) -> Void = { _ in }) throws(KafkaError) {
+        guard let conf = rd_kafka_conf_new() else { throw KafkaError(.configuration, "rd_kafka_conf_new failed") }
+        var errorText = [CChar](repeating: 0, count: 512)
+        for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+            if rd_kafka_conf_set(conf, key, value, &errorText, errorText.count) != RD_KAFKA_CONF_OK {
+                rd_kafka_conf_destroy(conf)
+                throw KafkaError(.configuration, "\(key): \(text(of: errorText))")
+            }
+        }
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(callbacks).toOpaque())
+        rd_kafka_conf_set_log_cb(conf) { rk, level, facility, text in
+            guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
+            let callbacks = Unmanaged<ClientCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+            let mapped: Logger.Level = level <= 3 ? .error : level == 4 ? .warning : .debug
+            callbacks.logger.log(mapped, "librdkafka \(facility.map { String(cString: $0) } ?? ""): \(text.map { String(cString: $0) } ?? "")")
+        }
+        rd_kafka_conf_set_error_cb(conf) { _, code, reason, opaque in
+            guard let opaque else { return }
+            let callbacks = Unmanaged<ClientCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+            let error = RDKafkaClient.error(rd_kafka_resp_err_t(code), reason.map { String(cString: $0) } ?? "client error", kind: .broker)
+            callbacks.lastError = error
+            callbacks.logger.warning("kafka: \(error)")
+        }
+        configure(conf)
+        guard let handle = rd_kafka_new(type, conf, &errorText, errorText.count) else {
+            // rd_kafka_new frees conf only on success.
+            rd_kafka_conf_destroy(conf)
+            throw KafkaError(.configuration, text(of: errorText))
+        }
+        self.handle = handle
+        self.callbacks = callbacks
+    }
+
+    deinit {
+        rd_kafka_destroy(handle)
+    }
+
+    /// A plain producer-type client for admin and metadata requests.
+    static func admin(properties: [String: String], logger: Logger) throws(KafkaError) -> RDKafkaClient {
+        var p = properties
+        p["enable.idempotence"] = "false"
+        return try RDKafkaClient(type: RD_KAFKA_PRODUCER, properties: p, callbacks: ClientCallbacks(logger: logger))
+    }
+
+    /// A `KafkaError` for a librdkafka code, classified by whether retrying can help.
+    static func error(_ code: rd_kafka_resp_err_t, _ message: String, kind: KafkaError.Kind,
+                      file: String = #fileID, line: Int = #line) -> KafkaError {
+        let name = String(cString: rd_kafka_err2name(code))
+        let retriable: Set<rd_kafka_resp_err_t> = [
+            RD_KAFKA_RESP_ERR__TRANSPORT, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT,
+            RD_KAFKA_RESP_ERR__TIMED_OUT, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+            RD_KAFKA_RESP_ERR__QUEUE_FULL, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+            RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE, RD_KAFKA_RESP_ERR__RESOLVE, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+        ]
+        return KafkaError(kind, "\(message): \(String(cString: rd_kafka_err2str(code)))", code: code.rawValue, codeName: name,
+                          isRetriable: retriable.contains(code), isFatal: code == RD_KAFKA_RESP_ERR__FATAL,
+                          file: file, line: line)
+    }
+
+    /// Serves queued callbacks (delivery reports, errors) for up to `milliseconds`.
+    @discardableResult
+    func poll(milliseconds: Int32) -> Int32 { rd_kafka_poll(handle, milliseconds) }
+
+    /// Low and high watermark of a partition, asked of its leader.
+    func watermarks(_ tp: TopicPartition, timeoutMilliseconds: Int32) throws(KafkaError) -> (low: Int64, high: Int64) {
+        var low: Int64 = 0, high: Int64 = 0
+        let code = rd_kafka_query_watermark_offsets(handle, tp.topic, tp.partition, &low, &high, timeoutMilliseconds)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw RDKafkaClient.error(code, "watermarks of \(tp)", kind: .broker)
+        }
+        return (low, high)
+    }
+
+    /// Topic name → partition count, from the cluster's metadata (asks for all topics, which
+    /// never auto-creates one).
+    func topicPartitionCounts(timeoutMilliseconds: Int32) throws(KafkaError) -> [String: Int] {
+        var metadata: UnsafePointer<rd_kafka_metadata>? = nil
+        let code = rd_kafka_metadata(handle, 1, nil, &metadata, timeoutMilliseconds)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+            throw RDKafkaClient.error(code, "reading cluster metadata", kind: .broker)
+        }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        var out: [String: Int] = [:]
+        let m = metadata.pointee
+        for i in 0..<Int(m.topic_cnt) {
+            let t = m.topics[i]
+            if t.err == RD_KAFKA_RESP_ERR_NO_ERROR { out[String(cString: t.topic)] = Int(t.partition_cnt) }
+        }
+        return out
+    }
+}
+
+/// Builds and frees `rd_kafka_topic_partition_list_t`s.
+/// The text of a NUL-terminated C buffer.
+func text(of buffer: [CChar]) -> String {
+    buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+}
+
+enum PartitionList {
+    static func make(_ partitions: [TopicPartition], offsets: [TopicPartition: Int64] = [:]) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
+        let list = rd_kafka_topic_partition_list_new(Int32(max(1, partitions.count)))!
+        for tp in partitions {
+            let element = rd_kafka_topic_partition_list_add(list, tp.topic, tp.partition)!
+            if let offset = offsets[tp] { element.pointee.offset = offset }
+        }
+        return list
+    }
+
+    static func setOffsets(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>, _ offsets: [TopicPartition: Int64]) {
+        for i in 0..<Int(list.pointee.cnt) {
+            let tp = TopicPartition(String(cString: list.pointee.elems[i].topic), list.pointee.elems[i].partition)
+            if let offset = offsets[tp] { list.pointee.elems[i].offset = offset }
+        }
+    }
+
+    static func read(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [(TopicPartition, Int64)] {
+        (0..<Int(list.pointee.cnt)).map { i in
+            let e = list.pointee.elems[i]
+            return (TopicPartition(String(cString: e.topic), e.partition), e.offset)
+        }
+    }
+}

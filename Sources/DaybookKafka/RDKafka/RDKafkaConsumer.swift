@@ -1,0 +1,159 @@
+import CRdKafka
+import DaybookLog
+
+/// The librdkafka side of `KafkaConsumer`.
+final class RDKafkaConsumer {
+    let client: RDKafkaClient
+    private let queue: OpaquePointer
+    private var topicNames: [OpaquePointer: String] = [:]
+    private(set) var closed = false
+
+    init(properties: [String: String], logger: Logger) throws(KafkaError) {
+        let callbacks = ClientCallbacks(logger: logger)
+        client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, properties: properties, callbacks: callbacks) { conf in
+            rd_kafka_conf_set_rebalance_cb(conf) { rk, code, partitions, opaque in
+                guard let rk, let partitions, let opaque else { return }
+                let callbacks = Unmanaged<ClientCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+                let list = PartitionList.read(partitions).map(\.0).sorted()
+                if code == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
+                    // Start each partition where the caller's own store says.
+                    PartitionList.setOffsets(partitions, callbacks.onRebalance?(true, list) ?? [:])
+                    rd_kafka_assign(rk, partitions)
+                } else {
+                    _ = callbacks.onRebalance?(false, list)
+                    rd_kafka_assign(rk, nil)
+                }
+            }
+        }
+        rd_kafka_poll_set_consumer(client.handle)
+        queue = rd_kafka_queue_get_consumer(client.handle)
+    }
+
+    deinit {
+        rd_kafka_queue_destroy(queue)
+        if !closed { rd_kafka_consumer_close(client.handle) }
+    }
+
+    var callbacks: ClientCallbacks { client.callbacks }
+
+    func subscribe(_ topics: [String]) throws(KafkaError) {
+        let list = rd_kafka_topic_partition_list_new(Int32(topics.count))!
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for t in topics { rd_kafka_topic_partition_list_add(list, t, -1) }
+        let code = rd_kafka_subscribe(client.handle, list)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "subscribing to \(topics)", kind: .broker) }
+    }
+
+    /// Assigns partitions directly (no group coordination), starting at the given offsets.
+    func assign(_ partitions: [TopicPartition], offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        let list = PartitionList.make(partitions, offsets: offsets)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_assign(client.handle, list)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "assigning \(partitions)", kind: .state) }
+    }
+
+    /// Up to `max` events, waiting at most `timeoutMilliseconds` for the first.
+    func poll(max: Int, timeoutMilliseconds: Int32) -> [ConsumerEvent] {
+        var messages = [UnsafeMutablePointer<rd_kafka_message_t>?](repeating: nil, count: max)
+        let n = rd_kafka_consume_batch_queue(queue, timeoutMilliseconds, &messages, max)
+        guard n > 0 else { return [] }
+        var events: [ConsumerEvent] = []
+        events.reserveCapacity(n)
+        for i in 0..<n {
+            guard let message = messages[i] else { continue }
+            defer { rd_kafka_message_destroy(message) }
+            let m = message.pointee
+            let topic = m.rkt.map(name(of:)) ?? ""
+            if m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                events.append(.endOfPartition(TopicPartition(topic, m.partition), offset: m.offset))
+                continue
+            }
+            if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                let text = m.payload.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: m.len), as: UTF8.self) } ?? ""
+                events.append(.error(RDKafkaClient.error(m.err, "consuming \(topic)[\(m.partition)] \(text)", kind: .broker)))
+                continue
+            }
+            let value = m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
+            let key = m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) } ?? []
+            events.append(.message(ConsumedMessage(topicPartition: TopicPartition(topic, m.partition), offset: m.offset,
+                                                   key: key, value: value, headers: headers(of: message))))
+        }
+        return events
+    }
+
+    private func name(of rkt: OpaquePointer) -> String {
+        if let cached = topicNames[rkt] { return cached }
+        let name = String(cString: rd_kafka_topic_name(rkt))
+        topicNames[rkt] = name
+        return name
+    }
+
+    private func headers(of message: UnsafeMutablePointer<rd_kafka_message_t>) -> [(String, [UInt8])] {
+        var list: OpaquePointer? = nil
+        guard rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
+        var out: [(String, [UInt8])] = []
+        var index = 0
+        while true {
+            var name: UnsafePointer<CChar>? = nil
+            var value: UnsafeRawPointer? = nil
+            var size = 0
+            guard rd_kafka_header_get_all(list, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR, let name else { break }
+            out.append((String(cString: name), value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []))
+            index += 1
+        }
+        return out
+    }
+
+    func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_pause_partitions(client.handle, list)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "pausing \(partitions)", kind: .state) }
+    }
+
+    func resume(_ partitions: [TopicPartition]) throws(KafkaError) {
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_resume_partitions(client.handle, list)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "resuming \(partitions)", kind: .state) }
+    }
+
+    func seek(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
+        let list = PartitionList.make(Array(offsets.keys), offsets: offsets)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        if let error = rd_kafka_seek_partitions(client.handle, list, timeoutMilliseconds) {
+            let code = rd_kafka_error_code(error)
+            rd_kafka_error_destroy(error)
+            throw RDKafkaClient.error(code, "seeking", kind: .state)
+        }
+        for (tp, _) in PartitionList.read(list) {
+            if let e = (0..<Int(list.pointee.cnt)).map({ list.pointee.elems[$0] }).first(where: { String(cString: $0.topic) == tp.topic && $0.partition == tp.partition }),
+               e.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                throw RDKafkaClient.error(e.err, "seeking \(tp)", kind: .state)
+            }
+        }
+    }
+
+    /// Commits offsets to the group (informational: the truth is stored with the data).
+    func commit(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let list = PartitionList.make(Array(offsets.keys), offsets: offsets)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_commit(client.handle, list, 1)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "committing offsets", kind: .broker) }
+    }
+
+    func assignment() -> [TopicPartition] {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>? = nil
+        guard rd_kafka_assignment(client.handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        return PartitionList.read(list).map(\.0).sorted()
+    }
+
+    /// Leaves the group (revoking partitions through the rebalance handler).
+    func close() {
+        guard !closed else { return }
+        closed = true
+        rd_kafka_consumer_close(client.handle)
+    }
+}

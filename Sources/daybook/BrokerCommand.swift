@@ -1,0 +1,73 @@
+import DaybookKafka
+import DaybookLog
+import Foundation
+
+/// `daybook broker`: an embedded Kafka cluster until SIGINT/SIGTERM.
+enum BrokerCommand: Subcommand {
+    static let name = "broker"
+    static let abstract = "Run an embedded Kafka broker (librdkafka's mock cluster) for demos and tests."
+    static let usage = "broker [--brokers N] [--partitions P] [--topics DIR] [--bootstrap-file F]"
+    static let options = [
+        OptionSpec(name: "--brokers", value: "N", help: "Number of brokers (default 1; 3 to test failover)."),
+        OptionSpec(name: "--partitions", value: "P", help: "Partitions of health-samples (default: from topics/)."),
+        OptionSpec(name: "--topics", value: "DIR", help: "Topic definitions to create (default: topics/, else built-in)."),
+        OptionSpec(name: "--bootstrap-file", value: "F", help: "Write the bootstrap address to F once ready."),
+    ]
+    static let discussion = """
+    Speaks the real Kafka protocol on 127.0.0.1 (random ports) with consumer groups and
+    idempotent producers, and keeps everything in memory. Prints the bootstrap address on
+    stdout once the topics exist, then runs until interrupted.
+
+    Limits of the mock: each partition keeps only its newest ~5 MiB / 100,000 message
+    sets — use more partitions and compression (publish uses lz4) for big logs; topic
+    configs such as retention are ignored. For production, use docker-compose.yml.
+
+    EXAMPLE:
+      daybook broker --partitions 16 --bootstrap-file /tmp/bootstrap &
+      daybook publish --brokers "$(cat /tmp/bootstrap)" examples/week.jsonl
+    """
+
+    static func run(_ arguments: ParsedArguments) throws -> Int32 {
+        guard arguments.positionals.isEmpty else { throw CLIError.usage("broker takes no positional arguments") }
+        let brokers = try arguments.integer("--brokers", default: 1, in: 1...9)
+        let partitions = try arguments.value("--partitions").map { _ in try arguments.integer("--partitions", default: 8, in: 1...1_000) }
+        var topics = try topicDefinitions(arguments.value("--topics"))
+        if let partitions, let i = topics.firstIndex(where: { $0.name == "health-samples" }) { topics[i].partitions = partitions }
+
+        Shutdown.install()
+        let broker: EmbeddedBroker
+        do {
+            broker = try EmbeddedBroker(brokers: brokers, topics: topics, logger: Logger(label: "broker", level: .warning))
+        } catch {
+            throw CLIError(code: ExitCode.unavailable, message: "cannot start the embedded broker: \(error)")
+        }
+        if let file = arguments.value("--bootstrap-file") {
+            do {
+                let temporary = file + ".tmp-\(getpid())"
+                try broker.bootstrapServers.write(toFile: temporary, atomically: false, encoding: .utf8)
+                _ = rename(temporary, file)
+            } catch {
+                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address (\(error.localizedDescription))")
+            }
+        }
+        var out = OutputBuffer()
+        out.line(broker.bootstrapServers)
+        out.flush()
+        let summary = broker.topics.map { "\($0.name) (\($0.partitions) partitions)" }.joined(separator: ", ")
+        printError("broker: \(brokers) broker(s) at \(broker.bootstrapServers); topics \(summary). Ctrl-C to stop.")
+        while !Shutdown.isRequested { usleep(100_000) }
+        printError("broker: stopping")
+        return ExitCode.ok
+    }
+
+    /// `dir`, else ./topics if it exists, else the built-in definitions.
+    static func topicDefinitions(_ dir: String?) throws -> [TopicDefinition] {
+        let path = dir ?? "topics"
+        guard dir != nil || FileManager.default.fileExists(atPath: path) else { return TopicDefinition.builtIn }
+        do {
+            return try TopicDefinition.load(directory: path)
+        } catch {
+            throw CLIError(code: ExitCode.config, message: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import DaybookCore
+import DaybookKafka
+import Foundation
+
+/// Everything `config/daybook.json` can say, with defaults for what it leaves out.
+struct DaybookConfiguration {
+    var priority = SourcePriority.builtIn
+    var connection = KafkaConnection()
+    var producer = ProducerConfiguration()
+    var consumer = ConsumerConfiguration()
+
+    /// Reads `path` (or returns the defaults for nil). `brokers` overrides bootstrap.servers.
+    static func load(_ path: String?, brokers: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> DaybookConfiguration {
+        var config = DaybookConfiguration()
+        if let path {
+            let bytes = try Files.read(path)
+            let json: JSONValue
+            do {
+                json = try bytes.withUnsafeBytes { try JSONParser.parse($0.bindMemory(to: UInt8.self)) }
+            } catch let error as JSONSyntaxError {
+                throw CLIError(code: ExitCode.config, message: "\(path): not valid JSON: \(error)")
+            }
+            do {
+                config.priority = try SourcePriority(configuration: json)
+                if let kafka = json["kafka"] { try config.readKafka(kafka, environment: environment) }
+            } catch let error as ConfigurationError {
+                throw CLIError(code: ExitCode.config, message: "\(path): \(error)")
+            }
+        }
+        if let brokers { config.connection.bootstrapServers = brokers }
+        return config
+    }
+
+    private mutating func readKafka(_ kafka: JSONValue, environment: [String: String]) throws {
+        guard case .object(let members) = kafka else { throw ConfigurationError(field: "kafka", message: "must be an object") }
+        for (key, value) in members {
+            let path = "kafka.\(key)"
+            switch key {
+            case "bootstrap.servers": connection.bootstrapServers = try string(value, path)
+            case "client.id": connection.clientID = try string(value, path)
+            case "properties":
+                for (k, v) in try object(value, path) {
+                    guard !KafkaConnection.secretProperties.contains(k) else {
+                        throw ConfigurationError(field: "\(path).\(k)", message: "secrets must not be written in the file; put the name of an environment variable under kafka.secrets.\(k)")
+                    }
+                    connection.properties[k] = try scalar(v, "\(path).\(k)")
+                }
+            case "secrets":
+                for (k, v) in try object(value, path) {
+                    let variable = try string(v, "\(path).\(k)")
+                    guard let secret = environment[variable], !secret.isEmpty else {
+                        throw ConfigurationError(field: "\(path).\(k)", message: "environment variable \(variable) is not set")
+                    }
+                    connection.secrets[k] = secret
+                }
+            case "producer":
+                for (k, v) in try object(value, path) {
+                    let p = "\(path).\(k)"
+                    switch k {
+                    case "compression":
+                        let name = try string(v, p)
+                        guard let c = ProducerConfiguration.Compression(rawValue: name) else {
+                            throw ConfigurationError(field: p, message: "\(JSONWriter.quoted(name)) is not a codec; use \(ProducerConfiguration.Compression.allCases.map(\.rawValue).joined(separator: ", "))")
+                        }
+                        producer.compression = c
+                    case "linger.ms": producer.lingerMilliseconds = try integer(v, p, 0...900_000)
+                    case "message.timeout.ms": producer.messageTimeoutMilliseconds = try integer(v, p, 1...Int(Int32.max))
+                    case "queue.buffering.max.messages": producer.queueCapacity = try integer(v, p, 1...10_000_000)
+                    case "batch.size": producer.batchBytes = try integer(v, p, 1...Int(Int32.max))
+                    default: throw ConfigurationError(field: p, message: "unknown producer setting; use compression, linger.ms, message.timeout.ms, queue.buffering.max.messages, batch.size (other librdkafka properties go under kafka.properties)")
+                    }
+                }
+            case "consumer":
+                for (k, v) in try object(value, path) {
+                    let p = "\(path).\(k)"
+                    switch k {
+                    case "group.id": consumer.groupID = try string(v, p)
+                    case "group.instance.id": consumer.groupInstanceID = try string(v, p)
+                    case "session.timeout.ms": consumer.sessionTimeoutMilliseconds = try integer(v, p, 1_000...3_600_000)
+                    case "heartbeat.interval.ms": consumer.heartbeatIntervalMilliseconds = try integer(v, p, 100...3_600_000)
+                    default: throw ConfigurationError(field: p, message: "unknown consumer setting; use group.id, group.instance.id, session.timeout.ms, heartbeat.interval.ms")
+                    }
+                }
+            default:
+                throw ConfigurationError(field: path, message: "unknown setting; use bootstrap.servers, client.id, properties, secrets, producer, consumer")
+            }
+        }
+    }
+
+    private func string(_ v: JSONValue, _ path: String) throws -> String {
+        guard case .string(let s) = v, !s.isEmpty else { throw ConfigurationError(field: path, message: "must be a non-empty string, got \(v.summary)") }
+        return s
+    }
+
+    private func object(_ v: JSONValue, _ path: String) throws -> [String: JSONValue] {
+        guard case .object(let o) = v else { throw ConfigurationError(field: path, message: "must be an object, got \(v.summary)") }
+        return o
+    }
+
+    private func scalar(_ v: JSONValue, _ path: String) throws -> String {
+        switch v {
+        case .string(let s): return s
+        case .number(let d): return JSONWriter.number(d)
+        case .bool(let b): return b ? "true" : "false"
+        default: throw ConfigurationError(field: path, message: "must be a string, number or boolean, got \(v.summary)")
+        }
+    }
+
+    private func integer(_ v: JSONValue, _ path: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard case .number(let d) = v, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
+            throw ConfigurationError(field: path, message: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \(v.summary)")
+        }
+        return Int(d)
+    }
+}

@@ -1,0 +1,102 @@
+import DaybookCore
+import DaybookKafka
+import DaybookLog
+import Foundation
+
+/// `daybook publish`: validate a file of events and publish the valid ones, keyed by user.
+enum PublishCommand: Subcommand {
+    static let name = "publish"
+    static let abstract = "Validate events and publish them to Kafka, keyed by user."
+    static let usage = "publish --brokers B [--topic T] [--config FILE] EVENTS"
+    static let options = [
+        OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
+        OptionSpec(name: "--topic", value: "T", help: "Topic to publish to (default health-samples)."),
+        OptionSpec(name: "--config", value: "FILE", help: "Configuration: kafka.properties, kafka.secrets, kafka.producer."),
+    ]
+    static let discussion = """
+    EVENTS is a file of JSON lines, or - for standard input. Each line is validated with
+    the same rules as 'daybook rollup'; invalid lines are reported as 'line N: reason' and
+    not published. Valid lines are published unchanged, keyed by user, through an
+    idempotent producer (acks=all, lz4), and publish waits for every delivery report.
+
+    EXIT CODES: 0 every line published; 65 some lines rejected (the valid ones were
+    published); 69 some deliveries failed (their lines are named); 64 usage; 66 no input;
+    78 bad configuration.
+
+    EXAMPLE:
+      daybook publish --brokers localhost:9092 examples/week.jsonl
+    """
+
+    static func run(_ arguments: ParsedArguments) throws -> Int32 {
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            throw CLIError.usage("publish takes exactly one EVENTS path (or - for stdin)")
+        }
+        let config = try DaybookConfiguration.load(arguments.value("--config"), brokers: arguments.value("--brokers"))
+        guard arguments.value("--brokers") != nil || arguments.value("--config") != nil else {
+            throw CLIError.usage("publish needs --brokers (or a --config with kafka.bootstrap.servers)")
+        }
+        let topic = arguments.value("--topic") ?? "health-samples"
+        let logger = Logger(label: "publish", level: .warning)
+        let bytes = try Files.read(path)
+
+        var published = 0
+        var failedLines: [Int] = []
+        var firstFailure: KafkaError?
+        let producer: KafkaProducer
+        do {
+            producer = try KafkaProducer(connection: config.connection, configuration: config.producer, logger: logger) { report in
+                if let error = report.error {
+                    failedLines.append(report.id)
+                    if firstFailure == nil { firstFailure = error }
+                } else {
+                    published += 1
+                }
+            }
+        } catch {
+            throw CLIError(code: ExitCode.config, message: "\(error)")
+        }
+
+        var read = 0
+        var rejected = 0
+        var progress = ProgressReporter()
+        do {
+            try Files.forEachEvent(bytes) { number, line, decoded in
+                read += 1
+                let user: String
+                switch decoded {
+                case .success(let event): user = event.user
+                case .failure(let error):
+                    rejected += 1
+                    printError("line \(number): \(error)")
+                    return
+                }
+                var key = user
+                try key.withUTF8 { k in
+                    try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: UnsafeRawBufferPointer(line), id: number)
+                }
+                if read % 1_024 == 0 {
+                    producer.poll()
+                    let rate = Double(published) / max(progress.elapsed, 0.001)
+                    progress.update("publish: \(read) read, \(published) delivered, \(rejected) rejected, \(String(format: "%.0f", rate)) events/s")
+                }
+            }
+            try producer.flush { inFlight in
+                progress.update("publish: waiting for \(inFlight) delivery reports (\(published) delivered)")
+            }
+        } catch let error as KafkaError {
+            progress.finish()
+            throw CLIError(code: ExitCode.unavailable, message: "\(error)")
+        }
+        progress.finish()
+
+        let seconds = progress.elapsed
+        printError("publish: read \(read), published \(published), rejected \(rejected), failed \(failedLines.count) in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", Double(published) / max(seconds, 0.001))) events/s) to \(topic)")
+        if !failedLines.isEmpty {
+            let lines = failedLines.sorted()
+            let shown = lines.prefix(50).map(String.init).joined(separator: ", ")
+            printError("publish: \(lines.count) lines were not delivered: \(shown)\(lines.count > 50 ? ", …" : "") — \(firstFailure.map { "\($0)" } ?? "unknown error"). Is the cluster at \(config.connection.bootstrapServers) up? Publishing them again is safe: rollups ignore re-sent identical samples.")
+            return ExitCode.unavailable
+        }
+        return rejected == 0 ? ExitCode.ok : ExitCode.dataError
+    }
+}

@@ -1,0 +1,291 @@
+@testable import DaybookKafka
+import DaybookLog
+import Foundation
+import Testing
+
+/// Integration tests over TCP against librdkafka's mock cluster.
+@Suite(.serialized) struct EmbeddedBrokerTests {
+    static let topic = "health-samples"
+
+    static func broker(brokers: Int = 1, partitions: Int = 4) throws -> EmbeddedBroker {
+        try EmbeddedBroker(brokers: brokers, topics: [
+            TopicDefinition(name: topic, partitions: partitions, replicationFactor: 3),
+            TopicDefinition(name: "health-samples.dlq", partitions: 1, replicationFactor: 3),
+        ])
+    }
+
+    /// Sends `count` messages "user-N:i" keyed by user, and waits for every report.
+    static func publish(_ producer: KafkaProducer, count: Int, users: Int = 20, from start: Int = 0, between: ((Int) throws -> Void)? = nil) throws {
+        for i in start..<(start + count) {
+            let user = "user-\(i % users)"
+            try producer.send(topic: topic, key: Array(user.utf8), value: Array("\(user):\(i)".utf8), id: i)
+            if i % 100 == 0 { producer.poll() }
+            try between?(i)
+        }
+    }
+
+    /// Reads every partition from the start until each reaches its end.
+    static func readAll(_ broker: EmbeddedBroker, partitions: Int, timeout: Duration = .seconds(30)) throws -> [ConsumedMessage] {
+        var config = ConsumerConfiguration()
+        config.groupID = "reader-\(UUID().uuidString)"
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
+        defer { consumer.close() }
+        let all = (0..<Int32(partitions)).map { TopicPartition(topic, $0) }
+        var ends: [TopicPartition: Int64] = [:]
+        for tp in all { ends[tp] = try consumer.watermarks(tp).high }
+        try consumer.assign(all, startingAt: Dictionary(uniqueKeysWithValues: all.map { ($0, Int64(0)) }))
+        var out: [ConsumedMessage] = []
+        var done = Set(all.filter { ends[$0] == 0 })
+        let deadline = ContinuousClock.now + timeout
+        while done.count < all.count, ContinuousClock.now < deadline {
+            for event in consumer.poll(maxMessages: 5_000, timeoutMilliseconds: 200) {
+                if case .message(let m) = event {
+                    out.append(m)
+                    if m.offset + 1 >= ends[m.topicPartition]! { done.insert(m.topicPartition) }
+                }
+            }
+        }
+        #expect(done.count == all.count, "timed out reading back")
+        return out
+    }
+
+    @Test func roundTripKeepsEachUsersOrderInOnePartition() throws {
+        let broker = try Self.broker(partitions: 4)
+        var reports: [DeliveryReport] = []
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { reports.append($0) }
+        try Self.publish(producer, count: 2_000)
+        try producer.flush(timeoutMilliseconds: 30_000)
+        #expect(reports.count == 2_000)
+        #expect(reports.allSatisfy { $0.error == nil })
+
+        let messages = try Self.readAll(broker, partitions: 4)
+        #expect(messages.count == 2_000)
+        var partitionOf: [String: Int32] = [:]
+        var last: [String: Int] = [:]
+        for m in messages {
+            let key = String(decoding: m.key, as: UTF8.self)
+            let parts = String(decoding: m.value, as: UTF8.self).split(separator: ":")
+            #expect(String(parts[0]) == key)
+            let seq = Int(parts[1])!
+            #expect(partitionOf[key, default: m.topicPartition.partition] == m.topicPartition.partition, "\(key) in two partitions")
+            partitionOf[key] = m.topicPartition.partition
+            #expect(seq > last[key, default: -1], "\(key) out of order")
+            last[key] = seq
+            // Java clients place keys with murmur2: the same partition here.
+            #expect(m.topicPartition.partition == Int32(Murmur2.javaPartition(m.key, partitions: 4)))
+        }
+        #expect(partitionOf.count == 20)
+    }
+
+    @Test func brokerDownDuringPublishLosesAndDuplicatesNothing() throws {
+        let broker = try Self.broker(brokers: 3, partitions: 6)
+        var delivered: [Int: Int] = [:]
+        var failures = 0
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { r in
+            if r.error == nil { delivered[r.id, default: 0] += 1 } else { failures += 1 }
+        }
+        try Self.publish(producer, count: 6_000) { i in
+            if i == 2_000 {
+                try producer.flush(timeoutMilliseconds: 30_000)
+                try broker.setBrokerDown(2)
+            }
+            if i == 4_000 {
+                // Keep sending while the broker is away, then bring it back.
+                for _ in 0..<10 { producer.poll(); Thread.sleep(forTimeInterval: 0.1) }
+                try broker.setBrokerUp(2)
+            }
+        }
+        try producer.flush(timeoutMilliseconds: 60_000)
+        #expect(failures == 0)
+        #expect(delivered.count == 6_000 && delivered.values.allSatisfy { $0 == 1 })
+        let ids = try Self.readAll(broker, partitions: 6).map { Int(String(decoding: $0.value, as: UTF8.self).split(separator: ":")[1])! }
+        #expect(ids.count == 6_000, "\(ids.count) messages in the log")
+        #expect(Set(ids).count == 6_000, "duplicates in the log")
+    }
+
+    @Test func injectedProduceErrorsAreRetriedWithoutDuplicates() throws {
+        let broker = try Self.broker(brokers: 3, partitions: 3)
+        broker.failNextProduceRequests([.notLeaderForPartition, .requestTimedOut, .notLeaderForPartition, .requestTimedOut,
+                                        .requestTimedOut, .notLeaderForPartition])
+        var ok = 0, failed = 0
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { r in
+            if r.error == nil { ok += 1 } else { failed += 1 }
+        }
+        try Self.publish(producer, count: 3_000)
+        try producer.flush(timeoutMilliseconds: 60_000)
+        #expect(ok == 3_000 && failed == 0)
+        let values = try Self.readAll(broker, partitions: 3).map { String(decoding: $0.value, as: UTF8.self) }
+        #expect(values.count == 3_000)
+        #expect(Set(values).count == 3_000)
+    }
+
+    @Test func allBrokersDownPastTheTimeoutReportsEveryMessageAsFailed() throws {
+        let broker = try Self.broker(brokers: 3, partitions: 3)
+        for id in Int32(1)...3 { try broker.setBrokerDown(id) }
+        var config = ProducerConfiguration()
+        config.messageTimeoutMilliseconds = 1_500
+        var failed: [Int] = []
+        var delivered = 0
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent) { r in
+            if let e = r.error {
+                failed.append(r.id)
+                #expect(e.kind == .delivery && e.isRetriable)
+            } else {
+                delivered += 1
+            }
+        }
+        try Self.publish(producer, count: 10)
+        try producer.flush(timeoutMilliseconds: 20_000)
+        #expect(delivered == 0)
+        #expect(failed.sorted() == Array(0..<10))
+        #expect(producer.inFlight == 0)
+    }
+
+    /// Records what the group hands out.
+    final class Recorder: RebalanceHandler {
+        var current: Set<TopicPartition> = []
+        var startAt: Int64?
+        func assigned(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+            current.formUnion(partitions)
+            guard let startAt else { return [:] }
+            return Dictionary(uniqueKeysWithValues: partitions.map { ($0, startAt) })
+        }
+        func revoked(_ partitions: [TopicPartition]) { current.subtract(partitions) }
+    }
+
+    @Test func rebalanceHandsEachPartitionToExactlyOneMember() throws {
+        let broker = try Self.broker(partitions: 6)
+        let connection = KafkaConnection(bootstrapServers: broker.bootstrapServers)
+        var config = ConsumerConfiguration()
+        config.groupID = "rebalance-test"
+        config.sessionTimeoutMilliseconds = 6_000
+        let a = try KafkaConsumer(connection: connection, configuration: config, logger: .silent)
+        let b = try KafkaConsumer(connection: connection, configuration: config, logger: .silent)
+        let ra = Recorder(), rb = Recorder()
+        try a.subscribe([Self.topic], handler: ra)
+        try b.subscribe([Self.topic], handler: rb)
+        let all = Set((0..<Int32(6)).map { TopicPartition(Self.topic, $0) })
+        let deadline = ContinuousClock.now + .seconds(40)
+        while ContinuousClock.now < deadline {
+            _ = a.poll(timeoutMilliseconds: 50)
+            _ = b.poll(timeoutMilliseconds: 50)
+            if !ra.current.isEmpty, !rb.current.isEmpty, ra.current.union(rb.current) == all, ra.current.isDisjoint(with: rb.current) { break }
+        }
+        #expect(!ra.current.isEmpty && !rb.current.isEmpty)
+        #expect(ra.current.union(rb.current) == all)
+        #expect(ra.current.isDisjoint(with: rb.current))
+        #expect(Set(a.assignment) == ra.current && Set(b.assignment) == rb.current)
+        // One member leaves: the other ends up with everything.
+        b.close()
+        let after = ContinuousClock.now + .seconds(40)
+        while ContinuousClock.now < after, ra.current != all { _ = a.poll(timeoutMilliseconds: 100) }
+        #expect(ra.current == all)
+        a.close()
+    }
+
+    @Test func assignedPartitionsStartAtTheOffsetsTheHandlerReturns() throws {
+        let broker = try Self.broker(partitions: 2)
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
+        try Self.publish(producer, count: 200, users: 7)
+        try producer.flush(timeoutMilliseconds: 30_000)
+        var config = ConsumerConfiguration()
+        config.groupID = "seek-test"
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
+        let recorder = Recorder()
+        recorder.startAt = 10
+        try consumer.subscribe([Self.topic], handler: recorder)
+        var first: [Int32: Int64] = [:]
+        var eof = Set<Int32>()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while eof.count < 2, ContinuousClock.now < deadline {
+            for event in consumer.poll(timeoutMilliseconds: 100) {
+                switch event {
+                case .message(let m): if first[m.topicPartition.partition] == nil { first[m.topicPartition.partition] = m.offset }
+                case .endOfPartition(let tp, _): eof.insert(tp.partition)
+                case .error: break
+                }
+            }
+        }
+        #expect(first == [0: 10, 1: 10])
+        // Watermarks: the two partitions hold all 200 messages.
+        let highs = try (0..<Int32(2)).map { try consumer.watermarks(TopicPartition(Self.topic, $0)).high }
+        #expect(highs.reduce(0, +) == 200)
+        consumer.close()
+    }
+
+    @Test func pausedPartitionsDeliverNothingUntilResumed() throws {
+        let broker = try Self.broker(partitions: 2)
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
+        try Self.publish(producer, count: 100, users: 9)
+        try producer.flush(timeoutMilliseconds: 30_000)
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: ConsumerConfiguration(), logger: .silent)
+        let p0 = TopicPartition(Self.topic, 0), p1 = TopicPartition(Self.topic, 1)
+        try consumer.assign([p0, p1], startingAt: [p0: 0, p1: 0])
+        try consumer.pause([p1])
+        var seen = Set<Int32>()
+        for _ in 0..<20 { for case .message(let m) in consumer.poll(timeoutMilliseconds: 50) { seen.insert(m.topicPartition.partition) } }
+        #expect(seen == [0])
+        try consumer.resume([p1])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !seen.contains(1), ContinuousClock.now < deadline {
+            for case .message(let m) in consumer.poll(timeoutMilliseconds: 50) { seen.insert(m.topicPartition.partition) }
+        }
+        #expect(seen == [0, 1])
+        consumer.close()
+    }
+
+    @Test func adminFindsTopicsThatExist() throws {
+        let broker = try Self.broker(partitions: 5)
+        let admin = try KafkaAdmin(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent)
+        let definitions = try TopicDefinition.load(directory: Self.topicsDirectory)
+        let first = try admin.ensureTopics(definitions)
+        #expect(first["health-samples"] == .exists(partitions: 5))
+        #expect(first["health-samples.dlq"] == .exists(partitions: 1))
+        #expect(try admin.ensureTopics(definitions) == first)
+    }
+
+    static var topicsDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("topics").path
+    }
+
+    @Test func topicDefinitionsAreRead() throws {
+        let topics = try TopicDefinition.load(directory: Self.topicsDirectory)
+        #expect(topics.map(\.name) == ["health-samples", "health-samples.dlq"])
+        #expect(topics[0].configs["retention.ms"] == "-1")
+        #expect(topics[0].partitions == 8 && topics[0].replicationFactor == 3)
+    }
+}
+
+/// Kafka's Java default partitioner: murmur2 of the key, made positive, modulo partitions.
+enum Murmur2 {
+    static func hash(_ data: [UInt8]) -> UInt32 {
+        let m: UInt32 = 0x5bd1_e995
+        var h: UInt32 = 0x9747_b28c ^ UInt32(data.count)
+        var i = 0
+        while i + 4 <= data.count {
+            var k = UInt32(data[i]) | UInt32(data[i + 1]) << 8 | UInt32(data[i + 2]) << 16 | UInt32(data[i + 3]) << 24
+            k = k &* m
+            k ^= k >> 24
+            k = k &* m
+            h = h &* m
+            h ^= k
+            i += 4
+        }
+        let rest = data.count - i
+        if rest >= 3 { h ^= UInt32(data[i + 2]) << 16 }
+        if rest >= 2 { h ^= UInt32(data[i + 1]) << 8 }
+        if rest >= 1 {
+            h ^= UInt32(data[i])
+            h = h &* m
+        }
+        h ^= h >> 13
+        h = h &* m
+        h ^= h >> 15
+        return h
+    }
+
+    static func javaPartition(_ key: [UInt8], partitions: Int) -> Int {
+        Int(hash(key) & 0x7fff_ffff) % partitions
+    }
+}
