@@ -8,6 +8,13 @@ enum Shutdown {
     static let requested = Atomic<Bool>(false)
 
     static func install() {
+        // A parent may have spawned us with these blocked (libdispatch worker threads block
+        // signals, and posix_spawn children inherit the mask): unblock them.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
         signal(SIGINT) { _ in Shutdown.requested.store(true, ordering: .relaxed) }
         signal(SIGTERM) { _ in Shutdown.requested.store(true, ordering: .relaxed) }
     }

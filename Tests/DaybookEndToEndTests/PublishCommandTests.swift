@@ -1,0 +1,112 @@
+import DaybookKafka
+import Foundation
+import Testing
+
+/// `daybook broker` running as a background process, stopped with SIGTERM.
+final class BrokerProcess {
+    let process = Process()
+    let bootstrap: String
+
+    init(arguments: [String] = []) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bootstrap-\(UUID().uuidString)").path
+        process.executableURL = Daybook.binary
+        process.arguments = ["broker", "--bootstrap-file", file] + arguments
+        process.currentDirectoryURL = Daybook.root
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: file), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        bootstrap = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    }
+
+    /// Stops the broker with SIGTERM and returns its exit status (SIGKILL after 10 s).
+    func stop() -> Int32 {
+        process.terminate()
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
+
+@Suite(.serialized) struct PublishCommandTests {
+    @Test func publishesValidLinesKeyedByUserAndReportsTheRest() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "3"])
+        #expect(broker.bootstrap.hasPrefix("127.0.0.1:"))
+        var valid: [String] = []
+        var lines: [String] = []
+        for i in 0..<30 {
+            let user = ["ana", "ben", "caro"][i % 3]
+            let line = #"{"type":"sample-added","user":"\#(user)","sample":{"uuid":"s\#(i)","metric":"steps","source":"watch","start":"2024-03-02T09:00:00Z","end":"2024-03-02T09:30:00Z","value":\#(i),"unit":"count","zone":"UTC"},"extra":"kept"}"#
+            lines.append(line)
+            valid.append(line)
+            if i == 10 { lines.append(#"{"type":"sample-added","user":"ana"}"#) }       // line 12
+            if i == 20 { lines.append("{broken") }                                        // line 23
+        }
+        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try Daybook.temporaryFile(lines.joined(separator: "\n") + "\n")])
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("line 12: sample: missing"))
+        #expect(r.stderr.contains("line 23: malformed JSON"))
+        #expect(r.stderr.contains("read 32, published 30, rejected 2, failed 0"))
+
+        // Read the topic back with our own consumer.
+        var config = ConsumerConfiguration()
+        config.groupID = "e2e-reader"
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrap), configuration: config, logger: .silent)
+        let partitions = (0..<Int32(3)).map { TopicPartition("health-samples", $0) }
+        try consumer.assign(partitions, startingAt: Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(0)) }))
+        var got: [(key: String, value: String, partition: Int32)] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        while got.count < 30, ContinuousClock.now < deadline {
+            for case .message(let m) in consumer.poll(timeoutMilliseconds: 100) {
+                got.append((String(decoding: m.key, as: UTF8.self), String(decoding: m.value, as: UTF8.self), m.topicPartition.partition))
+            }
+        }
+        consumer.close()
+        #expect(got.count == 30)
+        #expect(Set(got.map(\.value)) == Set(valid), "payloads are published unchanged")
+        for g in got { #expect(g.value.contains("\"user\":\"\(g.key)\"")) }
+        // Each user's events in one partition, in file order.
+        for user in ["ana", "ben", "caro"] {
+            let mine = got.filter { $0.key == user }
+            #expect(Set(mine.map(\.partition)).count == 1)
+            #expect(mine.map(\.value) == valid.filter { $0.contains("\"user\":\"\(user)\"") })
+        }
+        #expect(broker.stop() == 0)
+    }
+
+    @Test func undeliverableLinesExit69AndAreNamed() throws {
+        let config = try Daybook.temporaryFile(#"{"kafka":{"producer":{"message.timeout.ms":1500}}}"#)
+        let events = try Daybook.temporaryFile("""
+        {"type":"sample-deleted","user":"ana","uuid":"a"}
+        {"type":"sample-deleted","user":"ben","uuid":"b"}
+
+        """)
+        let r = try Daybook.run(["publish", "--brokers", "127.0.0.1:1", "--config", config, events])
+        #expect(r.status == 69, "\(r.stderr)")
+        #expect(r.stderr.contains("2 lines were not delivered: 1, 2"))
+        #expect(r.stderr.contains("failed 2"))
+    }
+
+    @Test func secretsMustComeFromTheEnvironment() throws {
+        let config = try Daybook.temporaryFile(#"{"kafka":{"properties":{"sasl.password":"hunter2"}}}"#)
+        let r = try Daybook.run(["publish", "--brokers", "127.0.0.1:1", "--config", config, "-"], stdin: "")
+        #expect(r.status == 78)
+        #expect(r.stderr.contains("kafka.properties.sasl.password"))
+        #expect(!r.stderr.contains("hunter2"))
+        let missing = try Daybook.temporaryFile(#"{"kafka":{"secrets":{"sasl.password":"DAYBOOK_TEST_UNSET_VARIABLE"}}}"#)
+        let m = try Daybook.run(["publish", "--config", missing, "-"], stdin: "")
+        #expect(m.status == 78)
+        #expect(m.stderr.contains("DAYBOOK_TEST_UNSET_VARIABLE is not set"))
+    }
+
+    @Test func publishWithoutBrokersIsAUsageError() throws {
+        let r = try Daybook.run(["publish", "-"], stdin: "")
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("needs --brokers"))
+    }
+}
