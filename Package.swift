@@ -7,6 +7,8 @@ let package = Package(
         .executable(name: "daybook", targets: ["daybook"]),
         .library(name: "DaybookCore", targets: ["DaybookCore"]),
         .library(name: "DaybookKafka", targets: ["DaybookKafka"]),
+        .library(name: "DaybookStore", targets: ["DaybookStore"]),
+        .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
@@ -17,9 +19,16 @@ let package = Package(
         .target(name: "DaybookKafka", dependencies: ["CRdKafka", "DaybookLog"]),
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog"]),
+        // SQLite from Debian (libsqlite3-dev), seen only by DaybookStore.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // The SQLite wrapper and the shard read model (one file per partition).
+        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
+        // Kafka → core → shards: the projector, rebuilds, the dead-letter outbox.
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
-        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "daybook"]),
+        .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore"]),
+        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook"]),
     ]
 )

@@ -1,0 +1,212 @@
+import CSQLite
+import Foundation
+
+/// An SQLite error: the result code, SQLite's message, and the statement that failed.
+public struct DatabaseError: Error, Sendable, CustomStringConvertible {
+    /// The extended result code (`SQLITE_FULL` = 13, `SQLITE_READONLY` = 8, …).
+    public var code: Int32
+    public var message: String
+    /// The SQL being run, without bound values (which may be health data).
+    public var sql: String?
+    public var path: String
+
+    /// The disk is full, the file is read-only or an I/O error happened: fix the storage, then restart.
+    public var isStorageFault: Bool {
+        let primary = code & 0xff
+        return primary == SQLITE_FULL || primary == SQLITE_READONLY || primary == SQLITE_IOERR
+            || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM
+    }
+
+    /// Another connection holds the lock past the busy timeout: retrying later can succeed.
+    public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+
+    public var description: String {
+        let name = String(cString: sqlite3_errstr(code))
+        return "\(path): \(message) (SQLite \(code): \(name))" + (sql.map { " in: \($0.prefix(80))" } ?? "")
+    }
+}
+
+/// A connection to one SQLite file. Not thread-safe: one owner uses it (a shard's worker).
+///
+/// Opens in WAL mode with a busy timeout; statements are prepared once and cached.
+public final class Database {
+    private var handle: OpaquePointer?
+    public let path: String
+    private var cache: [String: Statement] = [:]
+
+    /// Opens (or creates, with mode 0600) `path`.
+    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
+        self.path = path
+        if !readOnly, !FileManager.default.fileExists(atPath: path) {
+            // Create the file ourselves so it is private from the first byte; SQLite gives
+            // its -wal and -shm files the same mode.
+            let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+            if fd < 0 {
+                throw DatabaseError(code: SQLITE_CANTOPEN, message: "cannot create the file: \(String(cString: strerror(errno)))", sql: nil, path: path)
+            }
+            close(fd)
+        }
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close_v2(handle)
+            handle = nil
+            throw DatabaseError(code: rc, message: message, sql: nil, path: path)
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        if !readOnly {
+            try execute("PRAGMA journal_mode=WAL")
+            try execute("PRAGMA synchronous=NORMAL")
+        }
+        try execute("PRAGMA foreign_keys=ON")
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, sql: String?) -> DatabaseError {
+        DatabaseError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
+    }
+
+    /// Runs SQL without results or parameters (schema, pragmas). May contain several statements.
+    public func execute(_ sql: String) throws(DatabaseError) {
+        var message: UnsafeMutablePointer<CChar>? = nil
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard rc == SQLITE_OK else {
+            throw DatabaseError(code: rc, message: message.map { String(cString: $0) } ?? "error", sql: sql, path: path)
+        }
+    }
+
+    /// A prepared statement for `sql`, cached for reuse. Values are always bound, never spliced.
+    public func statement(_ sql: String) throws(DatabaseError) -> Statement {
+        if let cached = cache[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer? = nil
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(rc, sql: sql) }
+        let statement = Statement(raw, database: self, sql: sql)
+        cache[sql] = statement
+        return statement
+    }
+
+    public enum TransactionEnd { case commit, rollback }
+
+    /// Runs `body` in `BEGIN IMMEDIATE … COMMIT`; any throw (or `.rollback`) rolls back.
+    public func inTransaction(_ body: () throws -> TransactionEnd) throws {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            switch try body() {
+            case .commit: try execute("COMMIT")
+            case .rollback: try execute("ROLLBACK")
+            }
+        } catch {
+            // After SQLITE_FULL/IOERR SQLite may already have rolled back; ignore a second failure.
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Applies the migrations not yet recorded in `schema_migrations`, in order, each in
+    /// its own transaction.
+    public func migrate(_ migrations: [(name: String, sql: String)]) throws {
+        try execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        var applied = Set<String>()
+        let read = try statement("SELECT name FROM schema_migrations")
+        while try read.step() { applied.insert(read.text(0)) }
+        for migration in migrations where !applied.contains(migration.name) {
+            try inTransaction {
+                try execute(migration.sql)
+                let record = try statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
+                try record.bind(1, migration.name)
+                try record.run()
+                return .commit
+            }
+        }
+    }
+}
+
+/// A prepared statement. Bind with 1-based indexes, `step()` through rows, read with 0-based columns.
+public final class Statement {
+    private let raw: OpaquePointer
+    private unowned let database: Database
+    public let sql: String
+
+    init(_ raw: OpaquePointer, database: Database, sql: String) {
+        self.raw = raw
+        self.database = database
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(raw) }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    private func check(_ rc: Int32) throws(DatabaseError) {
+        guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+    }
+
+    public func bind(_ index: Int32, _ value: Int64) throws(DatabaseError) { try check(sqlite3_bind_int64(raw, index, value)) }
+    public func bind(_ index: Int32, _ value: Int) throws(DatabaseError) { try check(sqlite3_bind_int64(raw, index, Int64(value))) }
+    public func bind(_ index: Int32, _ value: Double) throws(DatabaseError) { try check(sqlite3_bind_double(raw, index, value)) }
+    public func bindNull(_ index: Int32) throws(DatabaseError) { try check(sqlite3_bind_null(raw, index)) }
+
+    public func bind(_ index: Int32, _ value: String) throws(DatabaseError) {
+        var value = value
+        let rc = value.withUTF8 { daybook_bind_text(raw, index, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+        try check(rc)
+    }
+
+    public func bind(_ index: Int32, blob: UnsafeRawBufferPointer) throws(DatabaseError) {
+        // A zero-length blob needs a non-NULL pointer to bind as a blob rather than NULL.
+        var empty: UInt8 = 0
+        let rc = blob.count == 0 ? daybook_bind_blob(raw, index, &empty, 0) : daybook_bind_blob(raw, index, blob.baseAddress, Int32(blob.count))
+        try check(rc)
+    }
+
+    public func bind(_ index: Int32, blob: [UInt8]) throws(DatabaseError) {
+        let result = blob.withUnsafeBytes { b in Result { () throws(DatabaseError) in try bind(index, blob: b) } }
+        try result.get()
+    }
+
+    /// Advances to the next row: true when there is one, false when done.
+    public func step() throws(DatabaseError) -> Bool {
+        switch sqlite3_step(raw) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let rc:
+            let error = database.error(rc, sql: sql)
+            sqlite3_reset(raw)
+            throw error
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    public func run() throws(DatabaseError) {
+        while try step() {}
+        sqlite3_reset(raw)
+    }
+
+    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+    public func double(_ column: Int32) -> Double { sqlite3_column_double(raw, column) }
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+
+    public func text(_ column: Int32) -> String {
+        guard let p = sqlite3_column_text(raw, column) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, column))), as: UTF8.self)
+    }
+
+    public func blob(_ column: Int32) -> [UInt8] {
+        guard let p = sqlite3_column_blob(raw, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, column))))
+    }
+}

@@ -1,0 +1,299 @@
+import DaybookCore
+import Foundation
+
+/// One partition's read model in one SQLite file: its live samples and tombstones, the
+/// per-(user, metric, day) totals with a per-source breakdown, its dead letters, and the
+/// partition's next offset — always written in the same transaction as what it covers.
+///
+/// A shard is locked (flock on `<file>.lock`) for as long as it is open, so two projectors
+/// never write it at once; the OS drops the lock if the process dies.
+public final class Shard {
+    public let topic: String
+    public let partition: Int32
+    public let path: String
+    let database: Database
+    private var lockDescriptor: Int32 = -1
+    /// The offset of the next message to apply (0 for a new shard).
+    public private(set) var nextOffset: Int64 = 0
+
+    /// The file name of a partition's shard inside a data directory.
+    public static func fileName(topic: String, partition: Int32) -> String {
+        let p = String(partition)
+        return "\(topic)-\(String(repeating: "0", count: max(0, 4 - p.count)) + p).sqlite"
+    }
+
+    static let migrations: [(name: String, sql: String)] = [
+        ("001-read-model", """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE progress (topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+                               updated_at TEXT NOT NULL, PRIMARY KEY (topic, partition)) WITHOUT ROWID;
+        CREATE TABLE samples (user TEXT NOT NULL, uuid TEXT NOT NULL, metric TEXT NOT NULL, source TEXT NOT NULL,
+                              start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, value REAL NOT NULL, zone TEXT NOT NULL,
+                              seq INTEGER NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
+        CREATE TABLE tombstones (user TEXT NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
+        CREATE TABLE totals (user TEXT NOT NULL, metric TEXT NOT NULL, day TEXT NOT NULL,
+                             value REAL, min REAL, max REAL, avg REAL, count INTEGER,
+                             updated_offset INTEGER NOT NULL, PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
+        CREATE TABLE total_sources (user TEXT NOT NULL, metric TEXT NOT NULL, day TEXT NOT NULL, rank INTEGER NOT NULL,
+                                    source TEXT NOT NULL, value REAL NOT NULL,
+                                    PRIMARY KEY (user, metric, day, rank)) WITHOUT ROWID;
+        CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, topic TEXT NOT NULL, partition INTEGER NOT NULL,
+                                   offset INTEGER NOT NULL, key BLOB NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL,
+                                   code TEXT NOT NULL, recorded_at TEXT NOT NULL, forwarded INTEGER NOT NULL DEFAULT 0,
+                                   UNIQUE (topic, partition, offset));
+        CREATE INDEX dead_letters_unforwarded ON dead_letters (forwarded) WHERE forwarded = 0;
+        """),
+    ]
+
+    /// Opens or creates the shard of `topic`/`partition` in `directory`.
+    /// - Parameter fingerprint: a description of the source priority; a shard built with
+    ///   another priority is refused (its totals would be wrong), which asks for a rebuild.
+    /// - Parameter lockTimeout: how long to wait for another process to release the shard.
+    public init(directory: String, topic: String, partition: Int32, fingerprint: String,
+                lockTimeout: Duration = .seconds(30)) throws {
+        self.topic = topic
+        self.partition = partition
+        path = directory + "/" + Shard.fileName(topic: topic, partition: partition)
+        lockDescriptor = try Shard.lock(path + ".lock", timeout: lockTimeout)
+        do {
+            database = try Database(path: path)
+            try database.migrate(Shard.migrations)
+            try checkFingerprint(fingerprint)
+            let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
+            try read.bind(1, topic)
+            try read.bind(2, Int(partition))
+            if try read.step() { nextOffset = read.int64(0) }
+        } catch {
+            close(lockDescriptor)
+            throw error
+        }
+    }
+
+    deinit {
+        if lockDescriptor >= 0 { close(lockDescriptor) }
+    }
+
+    /// Why a shard cannot be used.
+    public struct ShardError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    private static func lock(_ path: String, timeout: Duration) throws -> Int32 {
+        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ShardError(message: "\(path): cannot open lock file: \(String(cString: strerror(errno)))") }
+        let deadline = ContinuousClock.now + timeout
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK, ContinuousClock.now < deadline else {
+                close(fd)
+                throw ShardError(message: "\(path): another projector holds this shard (waited \(timeout)); stop it or use another --data directory")
+            }
+            usleep(50_000)
+        }
+        return fd
+    }
+
+    private func checkFingerprint(_ fingerprint: String) throws {
+        let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
+        if try read.step() {
+            let stored = read.text(0)
+            guard stored == fingerprint else {
+                throw ShardError(message: "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild it: project into a new --data directory (or delete this one).")
+            }
+            return
+        }
+        try database.inTransaction {
+            let write = try database.statement("INSERT INTO meta (key, value) VALUES ('priority', ?), ('topic', ?), ('partition', ?)")
+            try write.bind(1, fingerprint)
+            try write.bind(2, topic)
+            try write.bind(3, String(partition))
+            try write.run()
+            return .commit
+        }
+    }
+
+    // MARK: Restoring the ledger
+
+    /// Replays the stored samples and tombstones into `ledger` (positions = their offsets).
+    public func restore(into ledger: Ledger) throws {
+        let samples = try database.statement("SELECT user, uuid, metric, source, start_ns, end_ns, value, zone, seq FROM samples ORDER BY seq")
+        while try samples.step() {
+            guard let metric = Metric(rawValue: samples.text(2)) else {
+                throw ShardError(message: "\(path): a stored sample has unknown metric \(samples.text(2))")
+            }
+            let sample = Sample(user: samples.text(0), uuid: samples.text(1), metric: metric, source: samples.text(3),
+                                start: Instant(nanoseconds: samples.int64(4)), end: Instant(nanoseconds: samples.int64(5)),
+                                value: samples.double(6), zone: samples.text(7))
+            ledger.apply(.sampleAdded(sample), at: samples.int64(8))
+        }
+        let tombstones = try database.statement("SELECT user, uuid FROM tombstones")
+        while try tombstones.step() {
+            ledger.apply(.sampleDeleted(user: tombstones.text(0), uuid: tombstones.text(1)), at: nextOffset)
+        }
+    }
+
+    // MARK: Writing a batch
+
+    /// Everything one batch of messages changes, committed at once.
+    public struct Batch {
+        public var upserts: [(sample: Sample, seq: Int64)] = []
+        public var deletes: [(user: String, uuid: String)] = []
+        public var rows: [DayKey: DayTotal?] = [:]
+        public var deadLetters: [DeadLetter] = []
+        /// The offset after the last message of the batch.
+        public var nextOffset: Int64
+
+        public init(nextOffset: Int64) { self.nextOffset = nextOffset }
+    }
+
+    /// A message that could not be applied, kept with the reason.
+    public struct DeadLetter: Sendable {
+        public var offset: Int64
+        public var key: [UInt8]
+        public var payload: [UInt8]
+        public var reason: String
+        public var code: String
+
+        public init(offset: Int64, key: [UInt8], payload: [UInt8], reason: String, code: String) {
+            self.offset = offset
+            self.key = key
+            self.payload = payload
+            self.reason = reason
+            self.code = code
+        }
+    }
+
+    /// Writes a batch and the new next offset in one transaction. On any failure nothing is
+    /// written and `nextOffset` stays where it was.
+    public func commit(_ batch: Batch) throws {
+        try database.inTransaction {
+            let upsert = try database.statement("""
+                INSERT INTO samples (user, uuid, metric, source, start_ns, end_ns, value, zone, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user, uuid) DO UPDATE SET metric = excluded.metric, source = excluded.source, start_ns = excluded.start_ns,
+                  end_ns = excluded.end_ns, value = excluded.value, zone = excluded.zone, seq = excluded.seq
+                """)
+            for (s, seq) in batch.upserts {
+                try upsert.bind(1, s.user)
+                try upsert.bind(2, s.uuid)
+                try upsert.bind(3, s.metric.rawValue)
+                try upsert.bind(4, s.source)
+                try upsert.bind(5, s.start.nanoseconds)
+                try upsert.bind(6, s.end.nanoseconds)
+                try upsert.bind(7, s.value)
+                try upsert.bind(8, s.zone)
+                try upsert.bind(9, seq)
+                try upsert.run()
+            }
+            let delete = try database.statement("DELETE FROM samples WHERE user = ? AND uuid = ?")
+            let tombstone = try database.statement("INSERT OR IGNORE INTO tombstones (user, uuid) VALUES (?, ?)")
+            for (user, uuid) in batch.deletes {
+                for s in [delete, tombstone] {
+                    try s.bind(1, user)
+                    try s.bind(2, uuid)
+                    try s.run()
+                }
+            }
+            try writeRows(batch.rows, offset: batch.nextOffset)
+            let letter = try database.statement("""
+                INSERT OR IGNORE INTO dead_letters (topic, partition, offset, key, payload, reason, code, recorded_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'))
+                """)
+            for d in batch.deadLetters {
+                try letter.bind(1, topic)
+                try letter.bind(2, Int(partition))
+                try letter.bind(3, d.offset)
+                try letter.bind(4, blob: d.key)
+                try letter.bind(5, blob: d.payload)
+                try letter.bind(6, d.reason)
+                try letter.bind(7, d.code)
+                try letter.run()
+            }
+            let progress = try database.statement("""
+                INSERT INTO progress (topic, partition, next_offset, updated_at) VALUES (?, ?, ?, datetime('now'))
+                ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset, updated_at = excluded.updated_at
+                """)
+            try progress.bind(1, topic)
+            try progress.bind(2, Int(partition))
+            try progress.bind(3, batch.nextOffset)
+            try progress.run()
+            return .commit
+        }
+        nextOffset = batch.nextOffset
+    }
+
+    private func writeRows(_ rows: [DayKey: DayTotal?], offset: Int64) throws {
+        let deleteRow = try database.statement("DELETE FROM totals WHERE user = ? AND metric = ? AND day = ?")
+        let deleteSources = try database.statement("DELETE FROM total_sources WHERE user = ? AND metric = ? AND day = ?")
+        let upsert = try database.statement("""
+            INSERT INTO totals (user, metric, day, value, min, max, avg, count, updated_offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (user, metric, day) DO UPDATE SET value = excluded.value, min = excluded.min, max = excluded.max,
+              avg = excluded.avg, count = excluded.count, updated_offset = excluded.updated_offset
+            """)
+        let source = try database.statement("INSERT INTO total_sources (user, metric, day, rank, source, value) VALUES (?, ?, ?, ?, ?, ?)")
+        for (key, total) in rows {
+            let day = key.day.description
+            for s in [deleteSources] + (total == nil ? [deleteRow] : []) {
+                try s.bind(1, key.user)
+                try s.bind(2, key.metric.rawValue)
+                try s.bind(3, day)
+                try s.run()
+            }
+            guard let total else { continue }
+            try upsert.bind(1, key.user)
+            try upsert.bind(2, key.metric.rawValue)
+            try upsert.bind(3, day)
+            switch total.summary {
+            case .cumulative(let value, let shares):
+                try upsert.bind(4, value)
+                for i: Int32 in 5...8 { try upsert.bindNull(i) }
+                for (rank, share) in shares.enumerated() {
+                    try source.bind(1, key.user)
+                    try source.bind(2, key.metric.rawValue)
+                    try source.bind(3, day)
+                    try source.bind(4, rank)
+                    try source.bind(5, share.source)
+                    try source.bind(6, share.value)
+                    try source.run()
+                }
+            case .discrete(let lo, let hi, let avg, let count):
+                try upsert.bindNull(4)
+                try upsert.bind(5, lo)
+                try upsert.bind(6, hi)
+                try upsert.bind(7, avg)
+                try upsert.bind(8, count)
+            }
+            try upsert.bind(9, offset)
+            try upsert.run()
+        }
+    }
+
+    // MARK: Dead-letter outbox
+
+    /// Dead letters not yet forwarded to the DLQ topic, oldest first.
+    public func unforwardedDeadLetters(limit: Int = 1_000) throws -> [(id: Int64, letter: DeadLetter)] {
+        let read = try database.statement("SELECT id, offset, key, payload, reason, code FROM dead_letters WHERE forwarded = 0 ORDER BY id LIMIT ?")
+        try read.bind(1, limit)
+        var out: [(Int64, DeadLetter)] = []
+        while try read.step() {
+            out.append((read.int64(0), DeadLetter(offset: read.int64(1), key: read.blob(2), payload: read.blob(3), reason: read.text(4), code: read.text(5))))
+        }
+        return out
+    }
+
+    public func markForwarded(_ ids: [Int64]) throws {
+        guard !ids.isEmpty else { return }
+        try database.inTransaction {
+            let mark = try database.statement("UPDATE dead_letters SET forwarded = 1 WHERE id = ?")
+            for id in ids {
+                try mark.bind(1, id)
+                try mark.run()
+            }
+            return .commit
+        }
+    }
+
+    public func deadLetterCount() throws -> Int {
+        let read = try database.statement("SELECT count(*) FROM dead_letters")
+        return try read.step() ? Int(read.int64(0)) : 0
+    }
+}

@@ -1,0 +1,77 @@
+import DaybookCore
+import Foundation
+
+/// Reads the totals of every shard in a data directory (read-only; safe while a projector writes).
+public struct ShardReader {
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    /// The shard files in the directory, sorted.
+    public func shardPaths() throws -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            throw Shard.ShardError(message: "\(directory): no such data directory")
+        }
+        return names.filter { $0.hasSuffix(".sqlite") }.sorted().map { directory + "/" + $0 }
+    }
+
+    /// A filter on the rows.
+    public struct Query {
+        public var user: String?
+        public var metric: Metric?
+        public var from: CivilDay?
+        public var to: CivilDay?
+        public init(user: String? = nil, metric: Metric? = nil, from: CivilDay? = nil, to: CivilDay? = nil) {
+            self.user = user
+            self.metric = metric
+            self.from = from
+            self.to = to
+        }
+    }
+
+    /// Matching rows of all shards, sorted by user, metric, day (the order of `daybook rollup`).
+    public func totals(_ query: Query = Query()) throws -> [DayTotal] {
+        var out: [DayTotal] = []
+        for path in try shardPaths() {
+            let db = try Database(path: path, readOnly: true)
+            var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
+            var binds: [String] = []
+            if let u = query.user { sql += " AND user = ?"; binds.append(u) }
+            if let m = query.metric { sql += " AND metric = ?"; binds.append(m.rawValue) }
+            if let f = query.from { sql += " AND day >= ?"; binds.append(f.description) }
+            if let t = query.to { sql += " AND day <= ?"; binds.append(t.description) }
+            let rows = try db.statement(sql)
+            for (i, b) in binds.enumerated() { try rows.bind(Int32(i + 1), b) }
+            let sources = try db.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
+            while try rows.step() {
+                guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else { continue }
+                let key = DayKey(user: rows.text(0), metric: metric, day: day)
+                if metric.isCumulative {
+                    var shares: [SourceShare] = []
+                    sources.reset()
+                    try sources.bind(1, key.user)
+                    try sources.bind(2, metric.rawValue)
+                    try sources.bind(3, rows.text(2))
+                    while try sources.step() { shares.append(SourceShare(source: sources.text(0), value: sources.double(1))) }
+                    out.append(DayTotal(key: key, summary: .cumulative(value: rows.double(3), sources: shares)))
+                } else {
+                    out.append(DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7)))))
+                }
+            }
+        }
+        return out.sorted { $0.key < $1.key }
+    }
+
+    /// Per shard: topic, partition, next offset and dead-letter count.
+    public func progress() throws -> [(path: String, topic: String, partition: Int32, nextOffset: Int64, deadLetters: Int)] {
+        var out: [(String, String, Int32, Int64, Int)] = []
+        for path in try shardPaths() {
+            let db = try Database(path: path, readOnly: true)
+            let p = try db.statement("SELECT topic, partition, next_offset FROM progress")
+            let d = try db.statement("SELECT count(*) FROM dead_letters")
+            let letters = try d.step() ? Int(d.int64(0)) : 0
+            if try p.step() { out.append((path, p.text(0), Int32(p.int64(1)), p.int64(2), letters)) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,148 @@
+@testable import DaybookStore
+import DaybookCore
+import Foundation
+import Testing
+
+func temporaryDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("daybook-store-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite struct DatabaseTests {
+    @Test func transactionRollsBackOnThrow() throws {
+        let dir = try temporaryDirectory()
+        let db = try Database(path: dir + "/t.sqlite")
+        try db.execute("CREATE TABLE t (x INTEGER)")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try db.inTransaction {
+                let insert = try db.statement("INSERT INTO t (x) VALUES (?)")
+                try insert.bind(1, 42)
+                try insert.run()
+                throw Boom()
+            }
+        }
+        let count = try db.statement("SELECT count(*) FROM t")
+        #expect(try count.step() && count.int64(0) == 0)
+    }
+
+    @Test func filesArePrivateAndInWALMode() throws {
+        let dir = try temporaryDirectory()
+        let db = try Database(path: dir + "/p.sqlite")
+        try db.execute("CREATE TABLE t (x)")
+        let mode = try FileManager.default.attributesOfItem(atPath: dir + "/p.sqlite")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let journal = try db.statement("PRAGMA journal_mode")
+        #expect(try journal.step() && journal.text(0) == "wal")
+    }
+
+    @Test func errorsNameTheFileAndStatement() throws {
+        let dir = try temporaryDirectory()
+        let db = try Database(path: dir + "/e.sqlite")
+        do {
+            _ = try db.statement("SELECT * FROM missing_table")
+            Issue.record("no error")
+        } catch {
+            #expect(error.description.contains("e.sqlite"))
+            #expect(error.description.contains("missing_table"))
+        }
+    }
+
+    @Test func storageFullIsAStorageFault() throws {
+        // max_page_count makes SQLite report SQLITE_FULL, as a full disk would.
+        let dir = try temporaryDirectory()
+        let db = try Database(path: dir + "/f.sqlite")
+        try db.execute("CREATE TABLE t (x BLOB)")
+        try db.execute("PRAGMA max_page_count = 8")
+        do {
+            try db.inTransaction {
+                let insert = try db.statement("INSERT INTO t (x) VALUES (?)")
+                for _ in 0..<100 {
+                    try insert.bind(1, blob: [UInt8](repeating: 7, count: 4_000))
+                    try insert.run()
+                }
+                return .commit
+            }
+            Issue.record("no error")
+        } catch let error as DatabaseError {
+            #expect(error.isStorageFault)
+        }
+    }
+}
+
+@Suite struct ShardTests {
+    func sample(_ uuid: String, _ value: Double, start: String = "2024-05-06T09:00:00Z", end: String = "2024-05-06T10:00:00Z", source: String = "watch") throws -> Sample {
+        Sample(user: "ana", uuid: uuid, metric: .steps, source: source, start: try Instant(rfc3339: start),
+               end: try Instant(rfc3339: end), value: value, zone: "UTC")
+    }
+
+    @Test func batchAndOffsetCommitTogetherAndRestoreTheLedger() throws {
+        let dir = try temporaryDirectory()
+        let ledger = Ledger()
+        var batch = Shard.Batch(nextOffset: 3)
+        // watch 09:00–10:00 600, phone 09:30–10:30 900 keeps 10:00–10:30 = 450 → 1050.
+        let events: [Event] = [.sampleAdded(try sample("w", 600)),
+                               .sampleAdded(try sample("p", 900, start: "2024-05-06T09:30:00Z", end: "2024-05-06T10:30:00Z", source: "phone")),
+                               .sampleDeleted(user: "ana", uuid: "gone")]
+        var dirty = Set<DayKey>()
+        for (i, e) in events.enumerated() {
+            dirty.formUnion(ledger.apply(e, at: Int64(i)))
+            switch e {
+            case .sampleAdded(let s): batch.upserts.append((s, Int64(i)))
+            case .sampleDeleted(let u, let id): batch.deletes.append((u, id))
+            }
+        }
+        batch.rows = ledger.recompute(dirty)
+        do {
+            let shard = try Shard(directory: dir, topic: "health-samples", partition: 2, fingerprint: "watch>phone>manual")
+            #expect(shard.nextOffset == 0)
+            try shard.commit(batch)
+            #expect(shard.nextOffset == 3)
+        }
+        let reopened = try Shard(directory: dir, topic: "health-samples", partition: 2, fingerprint: "watch>phone>manual")
+        #expect(reopened.nextOffset == 3)
+        let restored = Ledger()
+        try reopened.restore(into: restored)
+        #expect(restored.allTotals() == ledger.allTotals())
+        #expect(restored.isTombstoned(user: "ana", uuid: "gone"))
+        let rows = try ShardReader(directory: dir).totals()
+        #expect(rows.map(\.jsonLine) == [#"{"user":"ana","metric":"steps","day":"2024-05-06","value":1050}"#])
+        #expect(rows.first?.summary == .cumulative(value: 1050, sources: [SourceShare(source: "watch", value: 600), SourceShare(source: "phone", value: 450)]))
+    }
+
+    @Test func aSecondOpenerWaitsForTheLock() throws {
+        let dir = try temporaryDirectory()
+        let first = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
+        // flock is per open file description, so a second open in this process conflicts too.
+        #expect(throws: Shard.ShardError.self) {
+            _ = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f", lockTimeout: .milliseconds(200))
+        }
+        _ = first
+    }
+
+    @Test func aShardBuiltWithAnotherPriorityIsRefused() throws {
+        let dir = try temporaryDirectory()
+        _ = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "watch>phone")
+        do {
+            _ = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "phone>watch")
+            Issue.record("opened")
+        } catch let error as Shard.ShardError {
+            #expect(error.message.contains("Rebuild"))
+        }
+    }
+
+    @Test func deadLettersWaitInTheOutboxUntilForwarded() throws {
+        let dir = try temporaryDirectory()
+        let shard = try Shard(directory: dir, topic: "t", partition: 1, fingerprint: "f")
+        var batch = Shard.Batch(nextOffset: 8)
+        batch.deadLetters = [Shard.DeadLetter(offset: 7, key: Array("ana".utf8), payload: Array("{bad".utf8), reason: "malformed JSON", code: "malformed_json")]
+        try shard.commit(batch)
+        try shard.commit(batch) // the same offset again is ignored
+        let pending = try shard.unforwardedDeadLetters()
+        #expect(pending.count == 1 && pending[0].letter.reason == "malformed JSON" && pending[0].letter.payload == Array("{bad".utf8))
+        try shard.markForwarded(pending.map(\.id))
+        #expect(try shard.unforwardedDeadLetters().isEmpty)
+        #expect(try shard.deadLetterCount() == 1)
+    }
+}
