@@ -16,6 +16,14 @@ public struct SourcePriority: Equatable, Sendable {
 
     public func order(for metric: Metric) -> [String] { perMetric[metric] ?? defaultOrder }
 
+    /// A stable description of the ranking (`default=watch>phone>manual;steps=…`), stored with
+    /// read models so that totals built under another ranking are never mixed in.
+    public var fingerprint: String {
+        (["default=" + defaultOrder.joined(separator: ">")]
+            + perMetric.sorted { $0.key < $1.key }.map { "\($0.key.rawValue)=\($0.value.joined(separator: ">"))" })
+            .joined(separator: ";")
+    }
+
     /// True when `a` outranks `b` for `metric`.
     public func ranks(_ a: String, above b: String, for metric: Metric) -> Bool {
         let order = order(for: metric)

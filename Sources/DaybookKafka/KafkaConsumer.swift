@@ -83,6 +83,17 @@ public final class KafkaConsumer {
         try core.client.watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// The high watermark last seen in a fetch (free; may lag behind the broker).
+    public func cachedHighWatermark(_ tp: TopicPartition) -> Int64? { core.cachedHighWatermark(tp) }
+
+    /// The number of partitions of `topic`, from the cluster's metadata.
+    public func partitionCount(_ topic: String, timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> Int {
+        guard let n = try core.client.topicPartitionCounts(timeoutMilliseconds: timeoutMilliseconds)[topic] else {
+            throw KafkaError(.topic, "topic \(topic) does not exist; create it with 'daybook topics'")
+        }
+        return n
+    }
+
     /// Commits offsets to the group, asynchronously. Informational only.
     public func commit(_ offsets: [TopicPartition: Int64]) throws(KafkaError) { try core.commit(offsets) }
 

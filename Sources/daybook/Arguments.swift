@@ -41,6 +41,7 @@ enum ExitCode {
     static let unavailable: Int32 = 69
     static let software: Int32 = 70
     static let ioError: Int32 = 74
+    static let tempFail: Int32 = 75
     static let config: Int32 = 78
 }
 

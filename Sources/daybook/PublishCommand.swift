@@ -36,15 +36,43 @@ enum PublishCommand: Subcommand {
             throw CLIError.usage("publish needs --brokers (or a --config with kafka.bootstrap.servers)")
         }
         let topic = arguments.value("--topic") ?? "health-samples"
-        let logger = Logger(label: "publish", level: .warning)
         let bytes = try Files.read(path)
 
+        let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic) { number, error in
+            printError("line \(number): \(error)")
+        }
+        let (read, published, rejected, failedLines, firstFailure) = (result.read, result.published, result.rejected, result.failedLines, result.firstFailure)
+        let seconds = result.progress.elapsed
+        printError("publish: read \(read), published \(published), rejected \(rejected), failed \(failedLines.count) in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", Double(published) / max(seconds, 0.001))) events/s) to \(topic)")
+        if !failedLines.isEmpty {
+            let lines = failedLines.sorted()
+            let shown = lines.prefix(50).map(String.init).joined(separator: ", ")
+            printError("publish: \(lines.count) lines were not delivered: \(shown)\(lines.count > 50 ? ", …" : "") — \(firstFailure.map { "\($0)" } ?? "unknown error"). Is the cluster at \(config.connection.bootstrapServers) up? Publishing them again is safe: rollups ignore re-sent identical samples.")
+            return ExitCode.unavailable
+        }
+        return rejected == 0 ? ExitCode.ok : ExitCode.dataError
+    }
+
+    struct Result {
+        var read = 0
+        var published = 0
+        var rejected = 0
+        var failedLines: [Int] = []
+        var firstFailure: KafkaError?
+        var progress = ProgressReporter()
+    }
+
+    /// Validates every line of `bytes` and publishes the valid ones keyed by user, waiting
+    /// for every delivery report. `rejected(lineNumber, error)` hears each invalid line.
+    static func publish(_ bytes: Data, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
+                        rejected report: (Int, EventError) -> Void) throws -> Result {
+        var r = Result()
         var published = 0
         var failedLines: [Int] = []
         var firstFailure: KafkaError?
         let producer: KafkaProducer
         do {
-            producer = try KafkaProducer(connection: config.connection, configuration: config.producer, logger: logger) { report in
+            producer = try KafkaProducer(connection: connection, configuration: configuration, logger: Logger(label: "publish", level: .warning)) { report in
                 if let error = report.error {
                     failedLines.append(report.id)
                     if firstFailure == nil { firstFailure = error }
@@ -55,48 +83,38 @@ enum PublishCommand: Subcommand {
         } catch {
             throw CLIError(code: ExitCode.config, message: "\(error)")
         }
-
-        var read = 0
-        var rejected = 0
-        var progress = ProgressReporter()
         do {
             try Files.forEachEvent(bytes) { number, line, decoded in
-                read += 1
+                r.read += 1
                 let user: String
                 switch decoded {
                 case .success(let event): user = event.user
                 case .failure(let error):
-                    rejected += 1
-                    printError("line \(number): \(error)")
+                    r.rejected += 1
+                    report(number, error)
                     return
                 }
                 var key = user
                 try key.withUTF8 { k in
                     try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: UnsafeRawBufferPointer(line), id: number)
                 }
-                if read % 1_024 == 0 {
+                if r.read % 1_024 == 0 {
                     producer.poll()
-                    let rate = Double(published) / max(progress.elapsed, 0.001)
-                    progress.update("publish: \(read) read, \(published) delivered, \(rejected) rejected, \(String(format: "%.0f", rate)) events/s")
+                    let rate = Double(published) / max(r.progress.elapsed, 0.001)
+                    r.progress.update("publish: \(r.read) read, \(published) delivered, \(r.rejected) rejected, \(String(format: "%.0f", rate)) events/s")
                 }
             }
             try producer.flush { inFlight in
-                progress.update("publish: waiting for \(inFlight) delivery reports (\(published) delivered)")
+                r.progress.update("publish: waiting for \(inFlight) delivery reports (\(published) delivered)")
             }
         } catch let error as KafkaError {
-            progress.finish()
+            r.progress.finish()
             throw CLIError(code: ExitCode.unavailable, message: "\(error)")
         }
-        progress.finish()
-
-        let seconds = progress.elapsed
-        printError("publish: read \(read), published \(published), rejected \(rejected), failed \(failedLines.count) in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", Double(published) / max(seconds, 0.001))) events/s) to \(topic)")
-        if !failedLines.isEmpty {
-            let lines = failedLines.sorted()
-            let shown = lines.prefix(50).map(String.init).joined(separator: ", ")
-            printError("publish: \(lines.count) lines were not delivered: \(shown)\(lines.count > 50 ? ", …" : "") — \(firstFailure.map { "\($0)" } ?? "unknown error"). Is the cluster at \(config.connection.bootstrapServers) up? Publishing them again is safe: rollups ignore re-sent identical samples.")
-            return ExitCode.unavailable
-        }
-        return rejected == 0 ? ExitCode.ok : ExitCode.dataError
+        r.progress.finish()
+        r.published = published
+        r.failedLines = failedLines
+        r.firstFailure = firstFailure
+        return r
     }
 }

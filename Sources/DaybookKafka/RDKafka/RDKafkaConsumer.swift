@@ -150,6 +150,14 @@ final class RDKafkaConsumer {
         return PartitionList.read(list).map(\.0).sorted()
     }
 
+    /// The high watermark from the last fetch response (no broker round trip); nil if unknown.
+    func cachedHighWatermark(_ tp: TopicPartition) -> Int64? {
+        var low: Int64 = 0, high: Int64 = 0
+        guard rd_kafka_get_watermark_offsets(client.handle, tp.topic, tp.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
+              high >= 0 else { return nil }
+        return high
+    }
+
     /// Leaves the group (revoking partitions through the rebalance handler).
     func close() {
         guard !closed else { return }

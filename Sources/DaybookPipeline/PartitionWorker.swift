@@ -1,0 +1,96 @@
+import DaybookCore
+import DaybookKafka
+import DaybookStore
+
+/// Applies one partition's messages to its shard: decode, skip what the shard already has,
+/// apply to the in-memory ledger, recompute the dirty days, and commit rows, samples,
+/// dead letters and the next offset in one transaction.
+///
+/// If a commit fails the worker is `broken`: its ledger is ahead of its shard, so it must be
+/// dropped and reopened from the shard (which still holds the last good state and offset).
+final class PartitionWorker {
+    let shard: Shard
+    let ledger: Ledger
+    let partition: TopicPartition
+    /// The end of the partition as last reported by the consumer.
+    var endOffset: Int64?
+    private(set) var broken = false
+    /// Dead letters recorded and not yet handed to the DLQ producer.
+    var deadLettersPending = false
+
+    init(shard: Shard, priority: SourcePriority) throws {
+        self.shard = shard
+        partition = TopicPartition(shard.topic, shard.partition)
+        ledger = Ledger(priority: priority)
+        try shard.restore(into: ledger)
+    }
+
+    var isCaughtUp: Bool { endOffset.map { shard.nextOffset >= $0 } ?? false }
+
+    struct Outcome {
+        var applied = 0
+        var skipped = 0
+        var deadLetters = 0
+        var rowsChanged = 0
+        /// The (user, metric, day) rows this batch recomputed.
+        var changedKeys: [DayKey] = []
+    }
+
+    /// Applies `messages` (in offset order) and commits them as one batch.
+    func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> Outcome {
+        precondition(!broken, "a broken worker must be reopened")
+        var outcome = Outcome()
+        guard let last = messages.last, last.offset >= shard.nextOffset else {
+            outcome.skipped = messages.count
+            return outcome
+        }
+        let decoder = EventDecoder()
+        var batch = Shard.Batch(nextOffset: last.offset + 1)
+        var dirty = Set<DayKey>()
+        for message in messages {
+            guard message.offset >= shard.nextOffset else {
+                outcome.skipped += 1 // already in the shard (redelivered after a seek or rebalance)
+                continue
+            }
+            let decoded = message.value.withUnsafeBufferPointer { bytes in
+                Result { () throws(EventError) in try decoder.decode(bytes) }
+            }
+            switch decoded {
+            case .failure(let error):
+                batch.deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                          reason: error.description, code: error.code.rawValue))
+                outcome.deadLetters += 1
+            case .success(let event):
+                let keyUser = String(decoding: message.key, as: UTF8.self)
+                if !message.key.isEmpty, keyUser != event.user {
+                    // A producer keyed it by someone else: per-user order is not guaranteed for it.
+                    batch.deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
+                                                              code: "key_mismatch"))
+                    outcome.deadLetters += 1
+                    continue
+                }
+                let changed = ledger.apply(event, at: message.offset)
+                switch event {
+                case .sampleAdded(let sample):
+                    if !changed.isEmpty { batch.upserts.append((sample, message.offset)) }
+                case .sampleDeleted(let user, let uuid):
+                    batch.deletes.append((user, uuid))
+                }
+                dirty.formUnion(changed)
+                outcome.applied += 1
+            }
+        }
+        batch.rows = ledger.recompute(dirty)
+        outcome.rowsChanged = batch.rows.count
+        outcome.changedKeys = Array(batch.rows.keys)
+        do {
+            try shard.commit(batch)
+        } catch {
+            broken = true
+            throw error
+        }
+        if outcome.deadLetters > 0 { deadLettersPending = true }
+        return outcome
+    }
+}
