@@ -43,6 +43,9 @@ public struct EventDecoder: Sendable {
     }
 
     public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(EventError) -> Event {
+        // Well-formed events of the usual shape are read without building a tree; anything
+        // else (including every invalid line) goes the general way, which names the fault.
+        if let fields = FastEventReader.read(bytes) { return try validate(fields) }
         let json: JSONValue
         do {
             json = try JSONParser.parse(bytes)
@@ -84,23 +87,9 @@ public struct EventDecoder: Sendable {
     private func decodeSample(_ s: JSONValue, user: String) throws(EventError) -> Sample {
         let uuid = try nonEmpty(s, "uuid", path: "sample.uuid")
         let metricName = try string(s, "metric", path: "sample.metric")
-        guard let metric = Metric(rawValue: metricName) else {
-            let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
-            throw EventError(code: .unknownMetric, field: "sample.metric",
-                             message: "\(JSONWriter.quoted(metricName)) is not a metric; use one of \(names)")
-        }
         let source = try nonEmpty(s, "source", path: "sample.source")
-        let start = try time(s, "start", path: "sample.start")
-        let end = try time(s, "end", path: "sample.end")
-        guard end >= start else {
-            throw EventError(code: .endBeforeStart, field: "sample.end",
-                             message: "\(end) is before sample.start \(start)")
-        }
-        guard end.nanoseconds - start.nanoseconds <= EventDecoder.maximumDuration else {
-            let days = Double(end.nanoseconds - start.nanoseconds) / Double(Instant.nanosPerDay)
-            throw EventError(code: .tooLong, field: "sample.end",
-                             message: "the sample lasts \(JSONWriter.number((days * 100).rounded() / 100)) days; at most 7 are accepted")
-        }
+        let start = try string(s, "start", path: "sample.start")
+        let end = try string(s, "end", path: "sample.end")
         let raw: Double
         switch s["value"] {
         case nil:
@@ -113,10 +102,43 @@ public struct EventDecoder: Sendable {
             throw EventError(code: .wrongType, field: "sample.value", message: "must be a number, got \(other.summary)")
         }
         let unit = try string(s, "unit", path: "sample.unit")
-        guard let factor = metric.units.first(where: { $0.unit == unit })?.factor else {
+        let zone = try string(s, "zone", path: "sample.zone")
+        return try validateSample(SampleFields(user: user, uuid: uuid, metric: metricName, source: source, start: start,
+                                               end: end, value: raw, unit: unit, zone: zone))
+    }
+
+    /// The members of a sample with their JSON types already checked.
+    struct SampleFields {
+        var user, uuid, metric, source, start, end: String
+        var value: Double
+        var unit, zone: String
+    }
+
+    /// The rules of a sample that are about values, not JSON shape; shared by both readers.
+    func validateSample(_ f: SampleFields) throws(EventError) -> Sample {
+        guard !f.uuid.isEmpty else { throw EventError(code: .emptyString, field: "sample.uuid", message: "must not be empty") }
+        guard let metric = Metric(rawValue: f.metric) else {
+            let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
+            throw EventError(code: .unknownMetric, field: "sample.metric",
+                             message: "\(JSONWriter.quoted(f.metric)) is not a metric; use one of \(names)")
+        }
+        guard !f.source.isEmpty else { throw EventError(code: .emptyString, field: "sample.source", message: "must not be empty") }
+        let start = try time(f.start, path: "sample.start")
+        let end = try time(f.end, path: "sample.end")
+        guard end >= start else {
+            throw EventError(code: .endBeforeStart, field: "sample.end",
+                             message: "\(end) is before sample.start \(start)")
+        }
+        guard end.nanoseconds - start.nanoseconds <= EventDecoder.maximumDuration else {
+            let days = Double(end.nanoseconds - start.nanoseconds) / Double(Instant.nanosPerDay)
+            throw EventError(code: .tooLong, field: "sample.end",
+                             message: "the sample lasts \(JSONWriter.number((days * 100).rounded() / 100)) days; at most 7 are accepted")
+        }
+        let raw = f.value
+        guard let factor = metric.units.first(where: { $0.unit == f.unit })?.factor else {
             let accepted = metric.units.map(\.unit).joined(separator: ", ")
             throw EventError(code: .unitMismatch, field: "sample.unit",
-                             message: "\(JSONWriter.quoted(unit)) is not a unit of \(metric.rawValue); use \(accepted)")
+                             message: "\(JSONWriter.quoted(f.unit)) is not a unit of \(metric.rawValue); use \(accepted)")
         }
         if metric.isCumulative {
             guard raw >= 0 else {
@@ -129,17 +151,29 @@ public struct EventDecoder: Sendable {
                                  message: "\(JSONWriter.number(raw)) is not a positive heart rate")
             }
         }
-        let zoneName = try string(s, "zone", path: "sample.zone")
-        guard ZoneRules.named(zoneName) != nil else {
+        guard ZoneRules.named(f.zone) != nil else {
             throw EventError(code: .badZone, field: "sample.zone",
-                             message: "\(JSONWriter.quoted(zoneName)) is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
+                             message: "\(JSONWriter.quoted(f.zone)) is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
         }
         let value = raw * factor
         guard value.isFinite else {
-            throw EventError(code: .notFinite, field: "sample.value", message: "\(JSONWriter.number(raw)) \(unit) overflows when converted to \(metric.canonicalUnit)")
+            throw EventError(code: .notFinite, field: "sample.value", message: "\(JSONWriter.number(raw)) \(f.unit) overflows when converted to \(metric.canonicalUnit)")
         }
-        return Sample(user: user, uuid: uuid, metric: metric, source: source,
-                      start: start, end: end, value: value, zone: zoneName)
+        return Sample(user: f.user, uuid: f.uuid, metric: metric, source: f.source,
+                      start: start, end: end, value: value, zone: f.zone)
+    }
+
+    /// What the fast reader found in a well-shaped line.
+    enum Fields {
+        case added(SampleFields)
+        case deleted(user: String, uuid: String)
+    }
+
+    private func validate(_ fields: Fields) throws(EventError) -> Event {
+        switch fields {
+        case .added(let f): return .sampleAdded(try validateSample(f))
+        case .deleted(let user, let uuid): return .sampleDeleted(user: user, uuid: uuid)
+        }
     }
 
     private func string(_ object: JSONValue, _ key: String, path: String) throws(EventError) -> String {
@@ -156,8 +190,7 @@ public struct EventDecoder: Sendable {
         return s
     }
 
-    private func time(_ object: JSONValue, _ key: String, path: String) throws(EventError) -> Instant {
-        let text = try string(object, key, path: path)
+    private func time(_ text: String, path: String) throws(EventError) -> Instant {
         do {
             return try Instant(rfc3339: text)
         } catch {

@@ -178,3 +178,47 @@ import Testing
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)) }
     }
 }
+
+@Suite struct FastReaderTests {
+    /// The one-pass reader and the tree reader agree on every line: same event or same error.
+    @Test func fastAndGeneralReadersAgree() throws {
+        let base = #"{"type":"sample-added","user":"ana","schema":1,"sample":{"uuid":"a1","metric":"distance","source":"phone","start":"2024-03-02T09:00:00+01:00","end":"2024-03-02T09:30:00.5+01:00","value":2.5,"unit":"km","zone":"Europe/Berlin","extra":[1,{"x":null}]},"note":"x"}"#
+        let variants = [
+            base,
+            #"{"type":"sample-deleted","user":"ana","uuid":"a1"}"#,
+            #"{ "user" : "bob" , "type" : "sample-deleted" , "uuid" : "z" }"#,
+            base.replacingOccurrences(of: "\"schema\":1,", with: "\"schema\":2,"),
+            base.replacingOccurrences(of: "\"schema\":1,", with: "\"schema\":\"1\","),
+            base.replacingOccurrences(of: "2.5", with: "-2.5"),
+            base.replacingOccurrences(of: "2.5", with: "1e999"),
+            base.replacingOccurrences(of: "2.5", with: "\"2.5\""),
+            base.replacingOccurrences(of: "\"km\"", with: "\"ft\""),
+            base.replacingOccurrences(of: "Europe/Berlin", with: "Europe/Nowhere"),
+            base.replacingOccurrences(of: "\"user\":\"ana\"", with: "\"user\":\"\""),
+            base.replacingOccurrences(of: "\"uuid\":\"a1\"", with: "\"uuid\":7"),
+            base.replacingOccurrences(of: "\"metric\":\"distance\",", with: ""),
+            base.replacingOccurrences(of: "\"type\":\"sample-added\"", with: "\"type\":\"sample-removed\""),
+            base.replacingOccurrences(of: "\"source\":\"phone\"", with: "\"source\":\"ph\\u006fne\""),
+            base + " x",
+            String(base.dropLast()),
+            #"{"type":"sample-deleted","user":"ana","uuid":""}"#,
+            #"{"type":"sample-added","user":"ana","sample":null}"#,
+        ]
+        let decoder = EventDecoder()
+        for line in variants {
+            let fast = Result { () throws(EventError) in try decoder.decode(line) }
+            let general: Result<Event, EventError>
+            do {
+                let tree = try JSONParser.parse(line)
+                general = Result { () throws(EventError) in try decoder.decode(tree) }
+            } catch {
+                general = .failure(EventError(code: .malformedJSON, field: nil, message: "malformed JSON: \(error)"))
+            }
+            switch (fast, general) {
+            case (.success(let a), .success(let b)): #expect(a == b, "\(line)")
+            case (.failure(let a), .failure(let b)): #expect(a == b, "\(line)")
+            default: Issue.record("readers disagree on \(line): \(fast) vs \(general)")
+            }
+        }
+    }
+}

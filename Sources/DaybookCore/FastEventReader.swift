@@ -1,0 +1,107 @@
+/// Reads the members of an event line in one pass, without building a JSON tree.
+///
+/// It answers only for lines of the usual shape — an object whose known members have the
+/// expected JSON types, no escapes in keys, schema absent or 1, non-empty user and uuid.
+/// For anything else it returns nil and `EventDecoder` takes the general path, which
+/// reports the exact fault; so this reader never decides that a line is invalid.
+/// Unknown members are skipped. Complexity: O(n) in the line length.
+enum FastEventReader {
+    static func read(_ bytes: UnsafeBufferPointer<UInt8>) -> EventDecoder.Fields? {
+        var r = JSONParser.Reader(bytes: bytes)
+        var type: String?, user: String?, uuid: String?
+        var sample: EventDecoder.SampleFields?
+        var sawSample = false
+        let ok = object(&r) { key, r in
+            switch key {
+            case "type": type = string(&r)
+            case "user": user = string(&r)
+            case "uuid": uuid = string(&r)
+            case "schema":
+                guard case .number(1)? = try? r.number() else { return false }
+                return true
+            case "sample":
+                sawSample = true
+                sample = readSample(&r)
+                return sample != nil
+            default:
+                return skip(&r)
+            }
+            return true
+        }
+        guard ok, let type, let user, !user.isEmpty else { return nil }
+        r.skipSpace()
+        guard r.i == bytes.count else { return nil }
+        switch type {
+        case "sample-added":
+            guard sawSample, var s = sample else { return nil }
+            s.user = user
+            return .added(s)
+        case "sample-deleted":
+            guard let uuid, !uuid.isEmpty else { return nil }
+            return .deleted(user: user, uuid: uuid)
+        default:
+            return nil
+        }
+    }
+
+    private static func readSample(_ r: inout JSONParser.Reader) -> EventDecoder.SampleFields? {
+        var uuid: String?, metric: String?, source: String?, start: String?, end: String?, unit: String?, zone: String?
+        var value: Double?
+        let ok = object(&r) { key, r in
+            switch key {
+            case "uuid": uuid = string(&r)
+            case "metric": metric = string(&r)
+            case "source": source = string(&r)
+            case "start": start = string(&r)
+            case "end": end = string(&r)
+            case "unit": unit = string(&r)
+            case "zone": zone = string(&r)
+            case "value":
+                guard r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
+                      case .number(let d)? = try? r.number() else { return false }
+                value = d
+                return true
+            default:
+                return skip(&r)
+            }
+            return true
+        }
+        guard ok, let uuid, let metric, let source, let start, let end, let value, let unit, let zone else { return nil }
+        return EventDecoder.SampleFields(user: "", uuid: uuid, metric: metric, source: source, start: start, end: end,
+                                         value: value, unit: unit, zone: zone)
+    }
+
+    /// Walks an object's members, calling `member(key, &reader)` positioned at each value;
+    /// the callback consumes the value and returns false to give up.
+    private static func object(_ r: inout JSONParser.Reader, _ member: (String, inout JSONParser.Reader) -> Bool) -> Bool {
+        r.skipSpace()
+        guard r.i < r.bytes.count, r.bytes[r.i] == 123 else { return false }
+        r.i += 1
+        r.skipSpace()
+        if r.i < r.bytes.count, r.bytes[r.i] == 125 { r.i += 1; return true }
+        while true {
+            r.skipSpace()
+            guard let key = string(&r) else { return false }
+            r.skipSpace()
+            guard r.i < r.bytes.count, r.bytes[r.i] == 58 else { return false }
+            r.i += 1
+            r.skipSpace()
+            guard member(key, &r) else { return false }
+            r.skipSpace()
+            guard r.i < r.bytes.count else { return false }
+            if r.bytes[r.i] == 44 { r.i += 1; continue }
+            if r.bytes[r.i] == 125 { r.i += 1; return true }
+            return false
+        }
+    }
+
+    /// A string value, or nil (and the caller gives up) for anything else.
+    private static func string(_ r: inout JSONParser.Reader) -> String? {
+        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
+        return try? r.string()
+    }
+
+    private static func skip(_ r: inout JSONParser.Reader) -> Bool {
+        (try? r.value(depth: 1)) != nil
+    }
+}
