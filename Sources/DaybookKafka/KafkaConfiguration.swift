@@ -86,6 +86,11 @@ public struct ConsumerConfiguration: Sendable {
     public var reportEndOfPartition: Bool = true
     /// `fetch.max.bytes`-style budget per fetch, in bytes. Default: 52428800.
     public var fetchMaxBytes: Int = 52_428_800
+    /// `queued.min.messages`: messages prefetched per partition. Default: 1000000.
+    /// librdkafka's 100000 leaves a fast consumer waiting on fetches (measured: ~5x slower).
+    public var prefetchMessages: Int = 1_000_000
+    /// `queued.max.messages.kbytes`: memory for prefetched messages, in KiB. Default: 262144.
+    public var prefetchKilobytes: Int = 262_144
 
     public init() {}
 
@@ -104,6 +109,8 @@ public struct ConsumerConfiguration: Sendable {
         p["auto.offset.reset"] = startFromEarliest ? "earliest" : "latest"
         p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
         p["fetch.max.bytes"] = String(fetchMaxBytes)
+        p["queued.min.messages"] = String(prefetchMessages)
+        p["queued.max.messages.kbytes"] = String(prefetchKilobytes)
         p["partition.assignment.strategy"] = "range,roundrobin"
         return try merge(p, connection, locked: ConsumerConfiguration.locked)
     }

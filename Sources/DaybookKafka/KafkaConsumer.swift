@@ -65,6 +65,13 @@ public final class KafkaConsumer {
         try core.assign(partitions, offsets: offsets)
     }
 
+    /// Reads partitions on its own — no group, no rebalancing — from the given offsets, with
+    /// librdkafka's simple consumer, which fetches several times faster than `assign`.
+    /// `seek`, `pause` and `resume` do not apply to partitions read this way.
+    public func readDirectly(_ partitions: [TopicPartition], startingAt offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        try core.readDirectly(partitions, offsets: offsets)
+    }
+
     /// Up to `maxMessages` events; waits at most `timeoutMilliseconds` when none is ready.
     public func poll(maxMessages: Int = 1_000, timeoutMilliseconds: Int32 = 100) -> [ConsumerEvent] {
         core.poll(max: maxMessages, timeoutMilliseconds: timeoutMilliseconds)

@@ -148,7 +148,7 @@ public final class Projector: RebalanceHandler {
                 let partitions = (0..<Int32(count)).map { TopicPartition(options.topic, $0) }
                 let offsets = assigned(partitions)
                 if let fatal { throw fatal }
-                try consumer.assign(partitions, startingAt: offsets)
+                try consumer.readDirectly(partitions, startingAt: offsets)
             } else {
                 try consumer.subscribe([options.topic], handler: self)
             }

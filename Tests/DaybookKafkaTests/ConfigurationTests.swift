@@ -28,6 +28,8 @@ import Testing
         #expect(p["group.id"] == "g")
         #expect(p["group.instance.id"] == "projector-1")
         #expect(p["auto.offset.reset"] == "earliest")
+        #expect(p["queued.min.messages"] == "1000000")
+        #expect(p["queued.max.messages.kbytes"] == "262144")
     }
 
     @Test func passthroughAddsPropertiesButCannotUnlockSafety() throws {
