@@ -141,3 +141,19 @@ struct Daybook {
         #expect(!r.stdout.contains("90000"))
     }
 }
+
+@Suite struct DeploymentFilesTests {
+    /// docker-compose.yml runs the binary with files that exist and a configuration it accepts.
+    @Test func composeReferencesRealFilesAndAValidConfiguration() throws {
+        let compose = try String(contentsOf: Daybook.root.appendingPathComponent("docker-compose.yml"), encoding: .utf8)
+        for needed in ["./config/compose.json", "./topics", "apache/kafka", "KAFKA_PROCESS_ROLES: broker,controller", "\"project\"", "\"topics\""] {
+            #expect(compose.contains(needed), "docker-compose.yml lacks \(needed)")
+        }
+        // Both shipped configurations load (the compose one names the in-network broker).
+        for config in ["config/daybook.json", "config/compose.json"] {
+            let r = try Daybook.run(["rollup", "examples/week.jsonl", "--config", config])
+            #expect(r.status == 0, "\(config): \(r.stderr)")
+        }
+        #expect(try String(contentsOf: Daybook.root.appendingPathComponent("config/compose.json"), encoding: .utf8).contains("kafka:29092"))
+    }
+}
