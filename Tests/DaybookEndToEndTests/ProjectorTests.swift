@@ -194,14 +194,7 @@ final class DaybookProcess {
         for p in poison { #expect(reasons.contains { $0.hasPrefix(p.line) && $0.contains(p.reason) }, "\(p.reason) missing in \(reasons)") }
 
         // And the DLQ topic has them, with the reason in a header.
-        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrap), configuration: ConsumerConfiguration(), logger: .silent)
-        try consumer.assign([TopicPartition("health-samples.dlq", 0)], startingAt: [TopicPartition("health-samples.dlq", 0): 0])
-        var dlq: [ConsumedMessage] = []
-        let deadline = ContinuousClock.now + .seconds(15)
-        while dlq.count < 4, ContinuousClock.now < deadline {
-            for case .message(let m) in consumer.poll(timeoutMilliseconds: 100) { dlq.append(m) }
-        }
-        consumer.close()
+        let dlq = try broker.read("health-samples.dlq", partitions: 1, count: 4)
         #expect(dlq.count == 4)
         for m in dlq {
             let reason = String(decoding: m.header("daybook.reason") ?? [], as: UTF8.self)
@@ -224,15 +217,7 @@ final class DaybookProcess {
         #expect(limited.stderr.contains("Fix the storage"))
 
         // Whatever each shard says it has applied is exactly a prefix of its partition.
-        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrap), configuration: ConsumerConfiguration(), logger: .silent)
-        let partitions = [TopicPartition("health-samples", 0), TopicPartition("health-samples", 1)]
-        try consumer.assign(partitions, startingAt: [partitions[0]: 0, partitions[1]: 0])
-        var log: [ConsumedMessage] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        while log.count < lines.count, ContinuousClock.now < deadline {
-            for case .message(let m) in consumer.poll(maxMessages: 5_000, timeoutMilliseconds: 100) { log.append(m) }
-        }
-        consumer.close()
+        let log = try broker.read("health-samples", partitions: 2, count: lines.count)
         #expect(log.count == lines.count)
         let progress = try ShardReader(directory: dir).progress()
         let next = Dictionary(uniqueKeysWithValues: progress.map { ($0.partition, $0.nextOffset) })

@@ -31,6 +31,21 @@ final class BrokerProcess {
     }
 
     deinit { if process.isRunning { process.terminate() } }
+
+    /// Reads `partitions` partitions of `topic` from offset 0 until `count` messages arrive
+    /// (or 20 s pass), with our own consumer.
+    func read(_ topic: String, partitions: Int, count: Int) throws -> [ConsumedMessage] {
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: bootstrap), configuration: ConsumerConfiguration(), logger: .silent)
+        defer { consumer.close() }
+        let all = (0..<Int32(partitions)).map { TopicPartition(topic, $0) }
+        try consumer.assign(all, startingAt: Dictionary(uniqueKeysWithValues: all.map { ($0, Int64(0)) }))
+        var out: [ConsumedMessage] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        while out.count < count, ContinuousClock.now < deadline {
+            for case .message(let m) in consumer.poll(maxMessages: 5_000, timeoutMilliseconds: 100) { out.append(m) }
+        }
+        return out
+    }
 }
 
 @Suite(.serialized) struct PublishCommandTests {
@@ -54,19 +69,9 @@ final class BrokerProcess {
         #expect(r.stderr.contains("read 32, published 30, rejected 2, failed 0"))
 
         // Read the topic back with our own consumer.
-        var config = ConsumerConfiguration()
-        config.groupID = "e2e-reader"
-        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrap), configuration: config, logger: .silent)
-        let partitions = (0..<Int32(3)).map { TopicPartition("health-samples", $0) }
-        try consumer.assign(partitions, startingAt: Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(0)) }))
-        var got: [(key: String, value: String, partition: Int32)] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        while got.count < 30, ContinuousClock.now < deadline {
-            for case .message(let m) in consumer.poll(timeoutMilliseconds: 100) {
-                got.append((String(decoding: m.key, as: UTF8.self), String(decoding: m.value, as: UTF8.self), m.topicPartition.partition))
-            }
+        let got = try broker.read("health-samples", partitions: 3, count: 30).map {
+            (key: String(decoding: $0.key, as: UTF8.self), value: String(decoding: $0.value, as: UTF8.self), partition: $0.topicPartition.partition)
         }
-        consumer.close()
         #expect(got.count == 30)
         #expect(Set(got.map(\.value)) == Set(valid), "payloads are published unchanged")
         for g in got { #expect(g.value.contains("\"user\":\"\(g.key)\"")) }
