@@ -179,7 +179,13 @@ public final class Projector: RebalanceHandler {
                 }
             }
             if !byPartition.isEmpty {
-                for outcome in try applyInParallel(byPartition) {
+                let outcomes = try applyInParallel(byPartition)
+                // Informational only (for lag dashboards): the truth is the shard's offset.
+                let committed = Dictionary(uniqueKeysWithValues: byPartition.keys.compactMap { p in
+                    workers[p].map { (TopicPartition(options.topic, p), $0.shard.nextOffset) }
+                })
+                try? consumer.commit(committed)
+                for outcome in outcomes {
                     summary.applied += outcome.applied
                     summary.skipped += outcome.skipped
                     summary.deadLetters += outcome.deadLetters
