@@ -105,6 +105,7 @@ public final class Projector: RebalanceHandler {
     // MARK: RebalanceHandler
 
     public func assigned(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+        hasAssignment = true
         var offsets: [TopicPartition: Int64] = [:]
         for tp in partitions where tp.topic == options.topic {
             do {
@@ -118,8 +119,12 @@ public final class Projector: RebalanceHandler {
     }
 
     public func revoked(_ partitions: [TopicPartition]) {
+        hasAssignment = false
         for tp in partitions { workers[tp.partition] = nil }
     }
+
+    /// The group has given this member its share (possibly none) and not taken it back.
+    private var hasAssignment = false
 
     private func openWorker(_ partition: Int32) throws -> PartitionWorker {
         if let existing = workers[partition], !existing.broken { return existing }
@@ -204,7 +209,8 @@ public final class Projector: RebalanceHandler {
                 lastProgress = now
                 progress(snapshot(summary, rate: rate))
             }
-            if options.untilCaughtUp, !workers.isEmpty, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty {
+            // A member the group gave nothing to is caught up on what it owns, too.
+            if options.untilCaughtUp, hasAssignment, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty {
                 summary.caughtUp = true
                 break
             }

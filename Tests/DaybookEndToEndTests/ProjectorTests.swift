@@ -155,6 +155,20 @@ final class DaybookProcess {
         _ = broker.stop()
     }
 
+    @Test func aMemberWithoutPartitionsIsCaughtUpToo() throws {
+        // Two projectors, one partition: one of them owns nothing and must still finish.
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        let lines = try Self.log(samples: 2_000, users: 3, seed: 16)
+        try Self.publish(lines, to: broker)
+        let dir = Self.dataDirectory()
+        let args = ["project", "--brokers", broker.bootstrap, "--data", dir, "--group", "e2e-idle", "--until-caught-up"]
+        let a = try DaybookProcess(args), b = try DaybookProcess(args)
+        #expect(a.wait(seconds: 60) == 0, "\(a.stderr.suffix(400))")
+        #expect(b.wait(seconds: 60) == 0, "\(b.stderr.suffix(400))")
+        #expect(try Self.totals(dir).sorted() == (try Self.rollup(lines)).sorted())
+        _ = broker.stop()
+    }
+
     @Test func poisonEventsGoToTheDeadLetterTableAndTopic() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "2"])
         let valid = try Self.log(samples: 3_000, users: 4, seed: 14)
