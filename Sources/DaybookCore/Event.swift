@@ -28,6 +28,16 @@ public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable {
     }
 
     public static func < (a: Metric, b: Metric) -> Bool { a.rawValue < b.rawValue }
+
+    /// A dense index (0 ..< allCases.count) for array-backed tables.
+    var index: Int {
+        switch self {
+        case .steps: return 0
+        case .activeEnergy: return 1
+        case .distance: return 2
+        case .heartRate: return 3
+        }
+    }
 }
 
 /// One measurement from one source, in the metric's canonical unit.

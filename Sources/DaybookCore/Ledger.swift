@@ -170,7 +170,7 @@ public final class Ledger {
     public func allTotals() -> [DayTotal] {
         var out: [DayTotal] = []
         for (userID, state) in users {
-            for (metric, metricState) in state.metrics where !metricState.records.isEmpty {
+            for (metric, metricState) in state.metrics.all where !metricState.records.isEmpty {
                 out += totals(Array(metricState.records.values), user: userID, metric: metric, include: nil)
             }
         }
@@ -296,7 +296,30 @@ public struct Explanation: Sendable {
 private final class UserState {
     var live: [String: (metric: Metric, seq: Int64)] = [:]
     var tombstones: Set<String> = []
-    var metrics: [Metric: MetricState] = [:]
+    var metrics = MetricTable()
+}
+
+/// A user's `MetricState`s in a fixed array indexed by metric (no hashing on the hot path).
+private struct MetricTable {
+    private var storage = [MetricState?](repeating: nil, count: Metric.allCases.count)
+
+    subscript(metric: Metric) -> MetricState? {
+        get { storage[metric.index] }
+        _modify { yield &storage[metric.index] }
+    }
+
+    subscript(metric: Metric, default fallback: @autoclosure () -> MetricState) -> MetricState {
+        get { storage[metric.index] ?? fallback() }
+        _modify {
+            let i = metric.index
+            if storage[i] == nil { storage[i] = fallback() }
+            yield &storage[i]!
+        }
+    }
+
+    var all: [(Metric, MetricState)] {
+        Metric.allCases.compactMap { m in storage[m.index].map { (m, $0) } }
+    }
 }
 
 /// The live samples of one user and metric, with a day index.

@@ -18,7 +18,7 @@ public struct ProjectorOptions: Sendable {
     /// for a session timeout; shard locks still keep a second projector out). Default: false.
     public var solo = false
     /// Messages read per poll; each partition's share becomes one transaction. Default: 20000.
-    public var batchSize = 20_000
+    public var batchSize = 100_000
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
