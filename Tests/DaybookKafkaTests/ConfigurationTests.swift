@@ -73,3 +73,25 @@ import Testing
         }
     }
 }
+
+import DaybookLog
+import Foundation
+
+@Suite struct ClientErrorTests {
+    /// librdkafka's client errors reach the logger and `lastClientError`, named by code.
+    @Test func unreachableClusterIsLoggedAsAllBrokersDown() throws {
+        let records = InMemoryLogHandler()
+        let logger = Logger(label: "test", level: .warning, handler: records)
+        var config = ProducerConfiguration()
+        config.messageTimeoutMilliseconds = 1_000
+        var failures = 0
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: "127.0.0.1:1"), configuration: config, logger: logger) { report in
+            if report.error != nil { failures += 1 }
+        }
+        try producer.send(topic: "health-samples", key: Array("ana".utf8), value: Array("{}".utf8), id: 0)
+        try producer.flush(timeoutMilliseconds: 10_000)
+        #expect(failures == 1)
+        #expect(records.records.contains { $0.level == .warning && $0.message.contains("ALL_BROKERS_DOWN") })
+        #expect(producer.lastClientError?.isRetriable == true)
+    }
+}
