@@ -75,7 +75,9 @@ public final class Projector: RebalanceHandler {
     private let priority: SourcePriority
     private let logger: Logger
     private let consumer: KafkaConsumer
-    private let deadLetters: KafkaProducer?
+    private let deadLetters: KafkaProducer
+    /// Ids of dead letters the DLQ producer has confirmed, waiting to be marked forwarded.
+    private let confirmed = ConfirmedDeliveries()
     private var workers: [Int32: PartitionWorker] = [:]
     private var fatal: Error?
     private var forwardedIDs: [Int32: [Int64]] = [:]
@@ -93,14 +95,15 @@ public final class Projector: RebalanceHandler {
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         consumer = try KafkaConsumer(connection: connection, configuration: consumerConfiguration, logger: logger)
-        var delivered: [Int] = []
+        let confirmed = self.confirmed
         deadLetters = try KafkaProducer(connection: connection, configuration: producerConfiguration, logger: logger) { report in
-            if report.error == nil { delivered.append(report.id) }
+            if report.error == nil { confirmed.ids.append(report.id) }
         }
-        deliveredIDs = { let d = delivered; delivered.removeAll(); return d }
     }
 
-    private var deliveredIDs: () -> [Int] = { [] }
+    private final class ConfirmedDeliveries {
+        var ids: [Int] = []
+    }
 
     // MARK: RebalanceHandler
 
@@ -279,7 +282,7 @@ public final class Projector: RebalanceHandler {
 
     /// Hands unforwarded dead letters to the DLQ producer and marks delivered ones.
     private func forwardDeadLetters() {
-        guard let producer = deadLetters else { return }
+        let producer = deadLetters
         for (partition, worker) in workers where worker.deadLettersPending {
             worker.deadLettersPending = false
             do {
@@ -303,7 +306,9 @@ public final class Projector: RebalanceHandler {
     }
 
     private func markDelivered() {
-        for id in deliveredIDs() {
+        let ids = confirmed.ids
+        confirmed.ids.removeAll()
+        for id in ids {
             guard let (partition, row) = outboxIDs.removeValue(forKey: id) else { continue }
             forwardedIDs[partition, default: []].append(row)
         }
@@ -319,9 +324,8 @@ public final class Projector: RebalanceHandler {
     }
 
     private func flushDeadLetters(timeoutMilliseconds: Int) {
-        guard let producer = deadLetters else { return }
         forwardDeadLetters()
-        try? producer.flush(timeoutMilliseconds: timeoutMilliseconds)
+        try? deadLetters.flush(timeoutMilliseconds: timeoutMilliseconds)
         markDelivered()
     }
 }
