@@ -41,16 +41,15 @@ enum PublishCommand: Subcommand {
         let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic) { number, error in
             printError("line \(number): \(error)")
         }
-        let (read, published, rejected, failedLines, firstFailure) = (result.read, result.published, result.rejected, result.failedLines, result.firstFailure)
         let seconds = result.progress.elapsed
-        printError("publish: read \(read), published \(published), rejected \(rejected), failed \(failedLines.count) in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", Double(published) / max(seconds, 0.001))) events/s) to \(topic)")
-        if !failedLines.isEmpty {
-            let lines = failedLines.sorted()
+        printError("publish: read \(result.read), published \(result.published), rejected \(result.rejected), failed \(result.failedLines.count) in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", Double(result.published) / max(seconds, 0.001))) events/s) to \(topic)")
+        if !result.failedLines.isEmpty {
+            let lines = result.failedLines.sorted()
             let shown = lines.prefix(50).map(String.init).joined(separator: ", ")
-            printError("publish: \(lines.count) lines were not delivered: \(shown)\(lines.count > 50 ? ", …" : "") — \(firstFailure.map { "\($0)" } ?? "unknown error"). Is the cluster at \(config.connection.bootstrapServers) up? Publishing them again is safe: rollups ignore re-sent identical samples.")
+            printError("publish: \(lines.count) lines were not delivered: \(shown)\(lines.count > 50 ? ", …" : "") — \(result.firstFailure.map { "\($0)" } ?? "unknown error"). Is the cluster at \(config.connection.bootstrapServers) up? Publishing them again is safe: rollups ignore re-sent identical samples.")
             return ExitCode.unavailable
         }
-        return rejected == 0 ? ExitCode.ok : ExitCode.dataError
+        return result.rejected == 0 ? ExitCode.ok : ExitCode.dataError
     }
 
     struct Result {

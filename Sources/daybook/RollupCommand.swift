@@ -39,15 +39,14 @@ enum RollupCommand: Subcommand {
     /// Applies every valid line of `path` to `ledger` (position = line number), reports
     /// rejected lines on stderr, and returns how many were rejected.
     static func load(_ path: String, into ledger: Ledger) throws -> Int {
-        let bytes = try Files.read(path)
-        let decoder = EventDecoder()
         var accepted = 0
         var rejected = 0
-        Files.forEachLine(bytes) { number, line in
-            do {
-                ledger.apply(try decoder.decode(line), at: Int64(number))
+        Files.forEachEvent(try Files.read(path)) { number, _, decoded in
+            switch decoded {
+            case .success(let event):
+                ledger.apply(event, at: Int64(number))
                 accepted += 1
-            } catch {
+            case .failure(let error):
                 rejected += 1
                 printError("line \(number): \(error)")
             }
