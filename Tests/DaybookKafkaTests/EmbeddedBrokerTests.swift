@@ -234,6 +234,29 @@ import Testing
         consumer.close()
     }
 
+    @Test func seekMovesTheReadPosition() throws {
+        let broker = try Self.broker(partitions: 1)
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
+        try Self.publish(producer, count: 20, users: 2)
+        try producer.flush(timeoutMilliseconds: 30_000)
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: ConsumerConfiguration(), logger: .silent)
+        let p0 = TopicPartition(Self.topic, 0)
+        try consumer.assign([p0], startingAt: [p0: 0])
+        var first: Int64?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while first == nil, ContinuousClock.now < deadline {
+            for case .message(let m) in consumer.poll(maxMessages: 1, timeoutMilliseconds: 100) { first = m.offset }
+        }
+        #expect(first == 0)
+        try consumer.seek([p0: 15])
+        var next: Int64?
+        while next == nil, ContinuousClock.now < deadline + .seconds(10) {
+            for case .message(let m) in consumer.poll(maxMessages: 1, timeoutMilliseconds: 100) where next == nil { next = m.offset }
+        }
+        #expect(next == 15)
+        consumer.close()
+    }
+
     @Test func adminFindsTopicsThatExist() throws {
         let broker = try Self.broker(partitions: 5)
         let admin = try KafkaAdmin(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent)

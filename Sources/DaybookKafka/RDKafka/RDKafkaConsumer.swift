@@ -79,10 +79,17 @@ final class RDKafkaConsumer {
 
     /// Assigns partitions directly (no group coordination), starting at the given offsets.
     func assign(_ partitions: [TopicPartition], offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        try call(partitions, offsets: offsets, "assigning \(partitions)", kind: .state) { rd_kafka_assign(client.handle, $0) }
+    }
+
+    /// Runs one librdkafka call on a temporary partition list and throws its error code.
+    private func call(_ partitions: [TopicPartition], offsets: [TopicPartition: Int64] = [:], _ what: @autoclosure () -> String,
+                      kind: KafkaError.Kind,
+                      _ body: (UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> rd_kafka_resp_err_t) throws(KafkaError) {
         let list = PartitionList.make(partitions, offsets: offsets)
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let code = rd_kafka_assign(client.handle, list)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "assigning \(partitions)", kind: .state) }
+        let code = body(list)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, what(), kind: kind) }
     }
 
     /// Up to `max` events, waiting at most `timeoutMilliseconds` for the first.
@@ -151,42 +158,30 @@ final class RDKafkaConsumer {
     }
 
     func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
-        let list = PartitionList.make(partitions)
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        let code = rd_kafka_pause_partitions(client.handle, list)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "pausing \(partitions)", kind: .state) }
+        try call(partitions, "pausing \(partitions)", kind: .state) { rd_kafka_pause_partitions(client.handle, $0) }
     }
 
     func resume(_ partitions: [TopicPartition]) throws(KafkaError) {
-        let list = PartitionList.make(partitions)
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        let code = rd_kafka_resume_partitions(client.handle, list)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "resuming \(partitions)", kind: .state) }
+        try call(partitions, "resuming \(partitions)", kind: .state) { rd_kafka_resume_partitions(client.handle, $0) }
     }
 
+    /// Moves read positions; fails on the first partition librdkafka could not seek.
     func seek(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
-        let list = PartitionList.make(Array(offsets.keys), offsets: offsets)
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        if let error = rd_kafka_seek_partitions(client.handle, list, timeoutMilliseconds) {
-            let code = rd_kafka_error_code(error)
-            rd_kafka_error_destroy(error)
-            throw RDKafkaClient.error(code, "seeking", kind: .state)
-        }
-        for (tp, _) in PartitionList.read(list) {
-            if let e = (0..<Int(list.pointee.cnt)).map({ list.pointee.elems[$0] }).first(where: { String(cString: $0.topic) == tp.topic && $0.partition == tp.partition }),
-               e.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                throw RDKafkaClient.error(e.err, "seeking \(tp)", kind: .state)
+        try call(Array(offsets.keys), offsets: offsets, "seeking", kind: .state) { list in
+            if let error = rd_kafka_seek_partitions(client.handle, list, timeoutMilliseconds) {
+                let code = rd_kafka_error_code(error)
+                rd_kafka_error_destroy(error)
+                return code
             }
+            return (0..<Int(list.pointee.cnt)).lazy.map { list.pointee.elems[$0].err }
+                .first { $0 != RD_KAFKA_RESP_ERR_NO_ERROR } ?? RD_KAFKA_RESP_ERR_NO_ERROR
         }
     }
 
     /// Commits offsets to the group (informational: the truth is stored with the data).
     func commit(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
-        let list = PartitionList.make(Array(offsets.keys), offsets: offsets)
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        let code = rd_kafka_commit(client.handle, list, 1)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "committing offsets", kind: .broker) }
+        try call(Array(offsets.keys), offsets: offsets, "committing offsets", kind: .broker) { rd_kafka_commit(client.handle, $0, 1) }
     }
 
     func assignment() -> [TopicPartition] {
