@@ -76,8 +76,10 @@ public final class Projector: RebalanceHandler {
     private let logger: Logger
     private let consumer: KafkaConsumer
     private let deadLetters: KafkaProducer
-    /// Ids of dead letters the DLQ producer has confirmed, waiting to be marked forwarded.
-    private let confirmed = ConfirmedDeliveries()
+    /// Delivery reports of the DLQ producer, waiting to be marked in the shards.
+    private let reports = DeadLetterReports()
+    /// Dead-letter rows handed to the producer and not yet reported, per partition.
+    private var inFlight: [Int32: Set<Int64>] = [:]
     private var workers: [Int32: PartitionWorker] = [:]
     private var fatal: Error?
     private var forwardedIDs: [Int32: [Int64]] = [:]
@@ -95,14 +97,15 @@ public final class Projector: RebalanceHandler {
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         consumer = try KafkaConsumer(connection: connection, configuration: consumerConfiguration, logger: logger)
-        let confirmed = self.confirmed
+        let reports = self.reports
         deadLetters = try KafkaProducer(connection: connection, configuration: producerConfiguration, logger: logger) { report in
-            if report.error == nil { confirmed.ids.append(report.id) }
+            if report.error == nil { reports.delivered.append(report.id) } else { reports.failed.append(report.id) }
         }
     }
 
-    private final class ConfirmedDeliveries {
-        var ids: [Int] = []
+    private final class DeadLetterReports {
+        var delivered: [Int] = []
+        var failed: [Int] = []
     }
 
     // MARK: RebalanceHandler
@@ -286,7 +289,8 @@ public final class Projector: RebalanceHandler {
         for (partition, worker) in workers where worker.deadLettersPending {
             worker.deadLettersPending = false
             do {
-                for (row, letter) in try worker.shard.unforwardedDeadLetters() {
+                for (row, letter) in try worker.shard.unforwardedDeadLetters() where !inFlight[partition, default: []].contains(row) {
+                    inFlight[partition, default: []].insert(row)
                     let id = nextOutboxID
                     nextOutboxID += 1
                     outboxIDs[id] = (partition, row)
@@ -305,13 +309,20 @@ public final class Projector: RebalanceHandler {
         markDelivered()
     }
 
+    /// Marks delivered dead letters forwarded; failed ones are sent again after the next batch.
     private func markDelivered() {
-        let ids = confirmed.ids
-        confirmed.ids.removeAll()
-        for id in ids {
+        for id in reports.delivered {
             guard let (partition, row) = outboxIDs.removeValue(forKey: id) else { continue }
+            inFlight[partition]?.remove(row)
             forwardedIDs[partition, default: []].append(row)
         }
+        for id in reports.failed {
+            guard let (partition, row) = outboxIDs.removeValue(forKey: id) else { continue }
+            inFlight[partition]?.remove(row)
+            workers[partition]?.deadLettersPending = true
+        }
+        reports.delivered.removeAll()
+        reports.failed.removeAll()
         for (partition, rows) in forwardedIDs {
             guard let worker = workers[partition] else { continue }
             do {
