@@ -27,6 +27,18 @@ public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable {
         }
     }
 
+    /// The largest value one sample may carry, in the canonical unit. A sample lasts at
+    /// most 7 days, so these are a week of extreme activity; anything larger is a unit or
+    /// producer bug. Bounding each sample keeps every day's sum finite.
+    public var maximumPerSample: Double {
+        switch self {
+        case .steps: return 2_000_000        // ~200,000 steps a day for 7 days
+        case .activeEnergy: return 100_000   // kcal: ~14,000 kcal a day for 7 days
+        case .distance: return 5_000_000     // m: 5,000 km, a week on a bicycle and more
+        case .heartRate: return 400          // count/min: above any recorded human heart rate
+        }
+    }
+
     public static func < (a: Metric, b: Metric) -> Bool { a.rawValue < b.rawValue }
 
     /// A dense index (0 ..< allCases.count) for array-backed tables.

@@ -15,6 +15,7 @@ public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
         case tooLong = "duration_too_long"
         case notFinite = "not_finite"
         case negativeValue = "negative_value"
+        case implausibleValue = "implausible_value"
         case nonPositiveHeartRate = "non_positive_heart_rate"
         case emptyString = "empty_string"
     }
@@ -158,6 +159,10 @@ public struct EventDecoder: Sendable {
         let value = raw * factor
         guard value.isFinite else {
             throw EventError(code: .notFinite, field: "sample.value", message: "\(JSONWriter.number(raw)) \(f.unit) overflows when converted to \(metric.canonicalUnit)")
+        }
+        guard value <= metric.maximumPerSample else {
+            throw EventError(code: .implausibleValue, field: "sample.value",
+                             message: "\(JSONWriter.number(raw)) \(f.unit) is more than one sample of \(metric.rawValue) can hold (at most \(JSONWriter.number(metric.maximumPerSample)) \(metric.canonicalUnit))")
         }
         return Sample(user: f.user, uuid: f.uuid, metric: metric, source: f.source,
                       start: start, end: end, value: value, zone: f.zone)

@@ -51,24 +51,42 @@ public struct TimestampError: Error, Equatable, Sendable {
 }
 
 extension Instant {
+    /// The earliest instant an event may carry: 1900-01-01T00:00:00Z.
+    public static let earliestAccepted = Instant(nanoseconds: -2_208_988_800 * nanosPerSecond)
+    /// The first instant past the accepted range: 2200-01-01T00:00:00Z.
+    ///
+    /// Nanoseconds since 1970 in an `Int64` reach only 1677–2262; bounding timestamps well
+    /// inside that keeps every sum of an instant, an offset and a duration (≤ 7 days) exact.
+    public static let endOfAccepted = Instant(nanoseconds: 7_258_118_400 * nanosPerSecond)
+
     /// Parses an RFC 3339 timestamp (`2024-03-31T01:30:00.5+02:00`, `…Z`).
     ///
     /// Accepts `T`, `t` or a space between date and time, `Z`/`z` or `±HH:MM`, and up to
-    /// nine fractional digits (more are truncated). Rejects anything else with a reason.
+    /// nine fractional digits (more are truncated), for instants from 1900-01-01T00:00:00Z
+    /// up to (not including) 2200-01-01T00:00:00Z. Rejects anything else with a reason.
     public init(rfc3339 text: String) throws(TimestampError) {
         var text = text
-        let parsed = text.withUTF8 { Instant.parse($0) }
-        guard let parsed else {
+        switch text.withUTF8({ Instant.parse($0) }) {
+        case .instant(let parsed):
+            self = parsed
+        case .malformed:
             throw TimestampError(reason: "is not an RFC 3339 timestamp (expected e.g. 2024-03-31T09:00:00+02:00)")
-        }
-        if parsed.nanoseconds == Int64.min {
+        case .fieldOutOfRange:
             throw TimestampError(reason: "has a date or time field out of range")
+        case .outsideAcceptedRange:
+            throw TimestampError(reason: "is outside the accepted range 1900-01-01T00:00:00Z ..< 2200-01-01T00:00:00Z")
         }
-        self = parsed
     }
 
-    /// Returns nil when the shape is wrong; `Int64.min` nanoseconds when a field is out of range.
-    static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Instant? {
+    enum Parsed: Equatable {
+        case instant(Instant)
+        case malformed
+        case fieldOutOfRange
+        case outsideAcceptedRange
+    }
+
+    /// Reads the shape, then the field ranges, then the accepted range; never traps.
+    static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Parsed {
         var i = 0
         func digits(_ n: Int) -> Int? {
             guard i + n <= b.count else { return nil }
@@ -86,10 +104,10 @@ extension Instant {
             i += 1
             return true
         }
-        guard let year = digits(4), expect(45), let month = digits(2), expect(45), let day = digits(2) else { return nil }
-        guard i < b.count, b[i] == 84 || b[i] == 116 || b[i] == 32 else { return nil }
+        guard let year = digits(4), expect(45), let month = digits(2), expect(45), let day = digits(2) else { return .malformed }
+        guard i < b.count, b[i] == 84 || b[i] == 116 || b[i] == 32 else { return .malformed }
         i += 1
-        guard let hour = digits(2), expect(58), let minute = digits(2), expect(58), let second = digits(2) else { return nil }
+        guard let hour = digits(2), expect(58), let minute = digits(2), expect(58), let second = digits(2) else { return .malformed }
         var frac: Int64 = 0
         if i < b.count, b[i] == 46 {
             i += 1
@@ -99,27 +117,31 @@ extension Instant {
                 n += 1
                 i += 1
             }
-            guard n > 0 else { return nil }
+            guard n > 0 else { return .malformed }
             for _ in n..<max(n, 9) { frac *= 10 }
         }
-        guard i < b.count else { return nil }
+        guard i < b.count else { return .malformed }
         var offset = 0
         if b[i] == 90 || b[i] == 122 {
             i += 1
         } else if b[i] == 43 || b[i] == 45 {
             let negative = b[i] == 45
             i += 1
-            guard let oh = digits(2), expect(58), let om = digits(2) else { return nil }
-            guard oh <= 23, om <= 59 else { return Instant(nanoseconds: Int64.min) }
+            guard let oh = digits(2), expect(58), let om = digits(2) else { return .malformed }
+            guard oh <= 23, om <= 59 else { return .fieldOutOfRange }
             offset = (oh * 60 + om) * 60 * (negative ? -1 : 1)
         } else {
-            return nil
+            return .malformed
         }
-        guard i == b.count else { return nil }
+        guard i == b.count else { return .malformed }
         guard (1...12).contains(month), day >= 1, day <= CivilDay.daysIn(month: month, year: year),
-              hour <= 23, minute <= 59, second <= 59 else { return Instant(nanoseconds: Int64.min) }
+              hour <= 23, minute <= 59, second <= 59 else { return .fieldOutOfRange }
         let days = Int64(CivilDay(year: year, month: month, day: day).number)
+        // Years 0000–9999 give at most ~3.2e11 seconds: no overflow before the range check.
         let secs = days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
-        return Instant(nanoseconds: secs * Instant.nanosPerSecond + frac)
+        let earliest = Instant.earliestAccepted.nanoseconds / Instant.nanosPerSecond
+        let end = Instant.endOfAccepted.nanoseconds / Instant.nanosPerSecond
+        guard secs >= earliest, secs < end else { return .outsideAcceptedRange }
+        return .instant(Instant(nanoseconds: secs * Instant.nanosPerSecond + frac))
     }
 }

@@ -283,8 +283,10 @@ public enum JSONWriter {
         return out + "\""
     }
 
-    /// A finite double as JSON: integers without a fraction, others in shortest round-trip form.
+    /// A double as JSON: integers without a fraction, others in shortest round-trip form, and
+    /// `null` for NaN and infinities, which JSON cannot represent (validation keeps them out).
     public static func number(_ d: Double) -> String {
+        guard d.isFinite else { return "null" }
         if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
         return "\(d)"
     }
