@@ -19,6 +19,44 @@ public struct KafkaConnection: Sendable, CustomStringConvertible {
         self.secrets = secrets
     }
 
+    /// Why a `bootstrap.servers` list is malformed, or nil when each entry is a
+    /// `[scheme://]host[:port]` (host a name, an IPv4 address or a bracketed IPv6 address).
+    /// Checked before connecting: librdkafka would otherwise retry a bad name forever.
+    public static func problem(bootstrapServers list: String) -> String? {
+        guard !list.trimmingWhitespace.isEmpty else { return "is empty; give host:port[,host:port…], e.g. localhost:9092" }
+        for raw in list.split(separator: ",", omittingEmptySubsequences: false) {
+            var entry = Substring(raw.trimmingWhitespace)
+            guard !entry.isEmpty else { return "has an empty entry; separate host:port pairs with single commas" }
+            if let scheme = entry.range(of: "://") { entry = entry[scheme.upperBound...] }
+            var host = entry
+            var port: Substring?
+            if entry.hasPrefix("[") {
+                guard let close = entry.firstIndex(of: "]") else { return "'\(raw)' opens an IPv6 address with [ but never closes it" }
+                host = entry[entry.index(after: entry.startIndex)..<close]
+                let rest = entry[entry.index(after: close)...]
+                if !rest.isEmpty {
+                    guard rest.hasPrefix(":") else { return "'\(raw)' has text after the IPv6 address; expected [address]:port" }
+                    port = rest.dropFirst()
+                }
+                guard !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                    return "'\(raw)' is not an IPv6 address in brackets"
+                }
+            } else {
+                if let colon = entry.lastIndex(of: ":") {
+                    host = entry[..<colon]
+                    port = entry[entry.index(after: colon)...]
+                }
+                guard !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }) else {
+                    return "'\(raw)' is not host:port (a host name may hold letters, digits, '.', '-' and '_')"
+                }
+            }
+            if let port {
+                guard let n = Int(port), (1...65_535).contains(n) else { return "'\(raw)' has port '\(port)'; a port is a number from 1 to 65535" }
+            }
+        }
+        return nil
+    }
+
     /// Property names that must come from the environment, never from a file.
     public static let secretProperties: Set<String> = [
         "sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret",
@@ -80,8 +118,6 @@ public struct ConsumerConfiguration: Sendable {
     public var sessionTimeoutMilliseconds: Int = 10_000
     /// `heartbeat.interval.ms`. Default: 1000.
     public var heartbeatIntervalMilliseconds: Int = 1_000
-    /// `auto.offset.reset` for partitions without a position. Default: `earliest`.
-    public var startFromEarliest: Bool = true
     /// `enable.partition.eof`: report reaching the end of a partition. Default: true.
     public var reportEndOfPartition: Bool = true
     /// `fetch.max.bytes`-style budget per fetch, in bytes. Default: 52428800.
@@ -94,10 +130,13 @@ public struct ConsumerConfiguration: Sendable {
 
     public init() {}
 
-    /// Offsets live with the data (in SQLite), so Kafka must never commit or store them by itself.
+    /// Offsets live with the data (in SQLite), so Kafka must never commit or store them by
+    /// itself, and must never move a position that fell outside the log (retention deleted
+    /// it, or this is another cluster): that is reported as `offsetOutOfRange` instead.
     static let locked: [String: String] = [
         "enable.auto.commit": "false",
         "enable.auto.offset.store": "false",
+        "auto.offset.reset": "error",
     ]
 
     public func properties(for connection: KafkaConnection) throws(KafkaError) -> [String: String] {
@@ -106,7 +145,6 @@ public struct ConsumerConfiguration: Sendable {
         if let groupInstanceID { p["group.instance.id"] = groupInstanceID }
         p["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
         p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
-        p["auto.offset.reset"] = startFromEarliest ? "earliest" : "latest"
         p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
         p["fetch.max.bytes"] = String(fetchMaxBytes)
         p["queued.min.messages"] = String(prefetchMessages)
@@ -138,4 +176,10 @@ private func merge(_ defaults: [String: String], _ connection: KafkaConnection, 
     for (key, value) in locked { p[key] = value }
     for (key, value) in connection.secrets { p[key] = value }
     return p
+}
+
+extension StringProtocol {
+    var trimmingWhitespace: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
 }

@@ -16,17 +16,22 @@ public enum ConsumerEvent: Sendable {
     case message(ConsumedMessage)
     /// The consumer has read everything up to `offset` (the partition's current end).
     case endOfPartition(TopicPartition, offset: Int64)
+    /// The position of a partition is outside its log: the messages there were deleted
+    /// (retention) or never written (another cluster). The consumer never moves past this on
+    /// its own (`auto.offset.reset=error`); the partition stops until it is started again.
+    case offsetOutOfRange(TopicPartition, offset: Int64)
     /// A consumer error (broker down, unknown partition); the consumer keeps going.
     case error(KafkaError)
 }
 
-/// Reports partition assignment changes of the group.
+/// Reports partition assignment changes of the group. Both calls run inside `poll`, on the
+/// polling thread, inside librdkafka's rebalance callback: record what changed and return;
+/// do no I/O and take no locks there (the group waits for the callback).
 public protocol RebalanceHandler: AnyObject {
-    /// The group gave these partitions to this member. Return the offset to start each one
-    /// from (the offset stored with your data); partitions left out start from the group's
-    /// committed offset, else from the earliest.
-    func assigned(_ partitions: [TopicPartition]) -> [TopicPartition: Int64]
-    /// These partitions are being taken away; finish or abandon work on them now.
+    /// The group gave these partitions to this member. They are held (nothing is fetched)
+    /// until `KafkaConsumer.start` gives each its offset, from the poll loop.
+    func assigned(_ partitions: [TopicPartition])
+    /// These partitions are being taken away; abandon work on them now.
     func revoked(_ partitions: [TopicPartition])
 }
 
@@ -51,7 +56,8 @@ public final class KafkaConsumer {
             let names = partitions.map(\.description).joined(separator: ", ")
             if assigned {
                 self.logger.info("assigned \(names)")
-                return self.handler?.assigned(partitions) ?? [:]
+                self.handler?.assigned(partitions)
+                return [:]
             }
             self.logger.info("revoked \(names)")
             self.handler?.revoked(partitions)
@@ -79,6 +85,17 @@ public final class KafkaConsumer {
 
     public func pause(_ partitions: [TopicPartition]) throws(KafkaError) { try core.pause(partitions) }
     public func resume(_ partitions: [TopicPartition]) throws(KafkaError) { try core.resume(partitions) }
+
+    /// Starts partitions the group assigned (held until now) at the given offsets: the
+    /// offsets stored with the data, never the group's committed ones.
+    public func start(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) {
+        try core.start(offsets, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The id of the cluster the consumer talks to, when the cluster reports one.
+    public func clusterID(timeoutMilliseconds: Int32 = 10_000) -> String? {
+        core.client.clusterID(timeoutMilliseconds: timeoutMilliseconds)
+    }
 
     /// Moves the read position of assigned partitions.
     public func seek(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32 = 5_000) throws(KafkaError) {

@@ -60,6 +60,12 @@ public final class KafkaProducer {
         try result.get()
     }
 
+    /// Asks the cluster for its metadata once; throws if it does not answer within the
+    /// timeout (unreachable, wrong address, authentication failing).
+    public func checkReachable(timeoutMilliseconds: Int32) throws(KafkaError) {
+        _ = try core.client.topicPartitionCounts(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     /// Serves pending delivery reports without waiting.
     public func poll() { core.client.poll(milliseconds: 0) }
 

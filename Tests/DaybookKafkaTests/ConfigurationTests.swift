@@ -27,7 +27,7 @@ import Testing
         #expect(p["enable.auto.offset.store"] == "false")
         #expect(p["group.id"] == "g")
         #expect(p["group.instance.id"] == "projector-1")
-        #expect(p["auto.offset.reset"] == "earliest")
+        #expect(p["auto.offset.reset"] == "error")
         #expect(p["queued.min.messages"] == "1000000")
         #expect(p["queued.max.messages.kbytes"] == "262144")
     }

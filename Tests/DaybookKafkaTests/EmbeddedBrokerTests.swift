@@ -144,13 +144,16 @@ import Testing
     /// Records what the group hands out.
     final class Recorder: RebalanceHandler {
         var current: Set<TopicPartition> = []
-        var startAt: Int64?
-        func assigned(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+        /// Assigned and not yet started (held by the consumer).
+        var held: Set<TopicPartition> = []
+        func assigned(_ partitions: [TopicPartition]) {
             current.formUnion(partitions)
-            guard let startAt else { return [:] }
-            return Dictionary(uniqueKeysWithValues: partitions.map { ($0, startAt) })
+            held.formUnion(partitions)
         }
-        func revoked(_ partitions: [TopicPartition]) { current.subtract(partitions) }
+        func revoked(_ partitions: [TopicPartition]) {
+            current.subtract(partitions)
+            held.subtract(partitions)
+        }
     }
 
     @Test func rebalanceHandsEachPartitionToExactlyOneMember() throws {
@@ -192,20 +195,30 @@ import Testing
         config.groupID = "seek-test"
         let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
         let recorder = Recorder()
-        recorder.startAt = 10
         try consumer.subscribe([Self.topic], handler: recorder)
         var first: [Int32: Int64] = [:]
         var eof = Set<Int32>()
+        var heldPolls = 0, messagesWhileHeld = 0
         let deadline = ContinuousClock.now + .seconds(30)
         while eof.count < 2, ContinuousClock.now < deadline {
-            for event in consumer.poll(timeoutMilliseconds: 100) {
+            let events = consumer.poll(timeoutMilliseconds: 100)
+            if !recorder.held.isEmpty {
+                // Held partitions deliver nothing, however long they wait.
+                heldPolls += 1
+                messagesWhileHeld += events.filter { if case .message = $0 { true } else { false } }.count
+                if heldPolls < 10 { continue }
+                try consumer.start(Dictionary(uniqueKeysWithValues: recorder.held.map { ($0, 10) }))
+                recorder.held.removeAll()
+            }
+            for event in events {
                 switch event {
                 case .message(let m): if first[m.topicPartition.partition] == nil { first[m.topicPartition.partition] = m.offset }
                 case .endOfPartition(let tp, _): eof.insert(tp.partition)
-                case .error: break
+                case .error, .offsetOutOfRange: break
                 }
             }
         }
+        #expect(heldPolls == 10 && messagesWhileHeld == 0)
         #expect(first == [0: 10, 1: 10])
         // Watermarks: the two partitions hold all 200 messages.
         let highs = try (0..<Int32(2)).map { try consumer.watermarks(TopicPartition(Self.topic, $0)).high }

@@ -97,6 +97,15 @@ final class RDKafkaClient {
         return (low, high)
     }
 
+    /// The cluster's id as its brokers report it (KRaft and ZooKeeper clusters have one;
+    /// nil when the cluster does not say or cannot be reached within the timeout).
+    func clusterID(timeoutMilliseconds: Int32) -> String? {
+        guard let id = rd_kafka_clusterid(handle, timeoutMilliseconds) else { return nil }
+        defer { rd_kafka_mem_free(handle, id) }
+        let text = String(cString: id)
+        return text.isEmpty ? nil : text
+    }
+
     /// Topic name → partition count, from the cluster's metadata (asks for all topics, which
     /// never auto-creates one).
     func topicPartitionCounts(timeoutMilliseconds: Int32) throws(KafkaError) -> [String: Int] {

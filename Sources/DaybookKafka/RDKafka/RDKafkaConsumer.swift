@@ -18,9 +18,14 @@ final class RDKafkaConsumer {
                 let callbacks = Unmanaged<ClientCallbacks>.fromOpaque(opaque).takeUnretainedValue()
                 let list = PartitionList.read(partitions).map(\.0).sorted()
                 if code == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
-                    // Start each partition where the caller's own store says.
-                    PartitionList.setOffsets(partitions, callbacks.onRebalance?(true, list) ?? [:])
+                    // Take the partitions but hold them (paused, at a concrete offset so that no
+                    // committed offset or reset policy is consulted): the caller opens its store
+                    // in its poll loop, where failures can be thrown, then starts each partition
+                    // at its own offset with `start`. Nothing here may block or fail.
+                    PartitionList.setOffsets(partitions, Dictionary(uniqueKeysWithValues: list.map { ($0, daybook_offset_end()) }))
                     rd_kafka_assign(rk, partitions)
+                    rd_kafka_pause_partitions(rk, partitions)
+                    _ = callbacks.onRebalance?(true, list)
                 } else {
                     _ = callbacks.onRebalance?(false, list)
                     rd_kafka_assign(rk, nil)
@@ -123,6 +128,11 @@ final class RDKafkaConsumer {
             events.append(.endOfPartition(TopicPartition(topic, m.partition), offset: m.offset))
             return
         }
+        if m.err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || m.err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE {
+            // auto.offset.reset=error: the wanted offset is not in the log any more (or not yet).
+            events.append(.offsetOutOfRange(TopicPartition(topic, m.partition), offset: m.offset))
+            return
+        }
         if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
             let text = m.payload.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: m.len), as: UTF8.self) } ?? ""
             events.append(.error(RDKafkaClient.error(m.err, "consuming \(topic)[\(m.partition)] \(text)", kind: .broker)))
@@ -163,6 +173,13 @@ final class RDKafkaConsumer {
 
     func resume(_ partitions: [TopicPartition]) throws(KafkaError) {
         try call(partitions, "resuming \(partitions)", kind: .state) { rd_kafka_resume_partitions(client.handle, $0) }
+    }
+
+    /// Starts partitions held since their assignment: seeks each to its offset, then resumes it.
+    func start(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        try seek(offsets, timeoutMilliseconds: timeoutMilliseconds)
+        try resume(Array(offsets.keys))
     }
 
     /// Moves read positions; fails on the first partition librdkafka could not seek.
