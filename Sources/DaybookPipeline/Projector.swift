@@ -17,8 +17,10 @@ public struct ProjectorOptions: Sendable {
     /// Take every partition directly instead of joining the group (restart without waiting
     /// for a session timeout; shard locks still keep a second projector out). Default: false.
     public var solo = false
-    /// Messages read per poll; each partition's share becomes one transaction. Default: 20000.
+    /// Messages read per poll; each partition's share becomes one transaction. Default: 100000.
     public var batchSize = 100_000
+    /// How long to wait for the cluster to answer at start-up before giving up. Default: 30 s.
+    public var connectTimeout: Duration = .seconds(30)
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -30,6 +32,8 @@ public struct ProjectorProgress: Sendable {
     public var eventsPerSecond: Double
     /// Per assigned partition: (partition, next offset in the shard, end of the log if known).
     public var partitions: [(partition: Int32, next: Int64, end: Int64?)]
+    /// Set while a group member has no partitions yet: what it is waiting for.
+    public var waiting: String?
 
     public var lag: Int64 { partitions.reduce(0) { $0 + max(0, ($1.end ?? $1.next) - $1.next) } }
 
@@ -37,6 +41,7 @@ public struct ProjectorProgress: Sendable {
     public var eta: Double? { eventsPerSecond > 0 ? Double(lag) / eventsPerSecond : nil }
 
     public var line: String {
+        if let waiting { return "project: \(applied) applied; \(waiting)" }
         let lags = partitions.map { "p\($0.partition):\(max(0, ($0.end ?? $0.next) - $0.next))" }.joined(separator: " ")
         let etaText = eta.map { String(format: "%.0fs", $0) } ?? "?"
         return "project: \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)"
@@ -57,7 +62,12 @@ public struct ProjectorSummary: Sendable {
 
 /// Why the projector stopped.
 public struct ProjectorError: Error, CustomStringConvertible {
-    public enum Kind: Sendable { case storage, kafka, shard }
+    public enum Kind: Sendable {
+        case storage, kafka, shard
+        /// The log does not hold what the shard needs next: a gap (retention deleted it) or a
+        /// log that ends before the shard's offset (topic recreated, another cluster).
+        case logMismatch
+    }
     public var kind: Kind
     public var message: String
     public var description: String { message }
@@ -81,7 +91,6 @@ public final class Projector: RebalanceHandler {
     /// Dead-letter rows handed to the producer and not yet reported, per partition.
     private var inFlight: [Int32: Set<Int64>] = [:]
     private var workers: [Int32: PartitionWorker] = [:]
-    private var fatal: Error?
     private var forwardedIDs: [Int32: [Int64]] = [:]
     private var outboxIDs: [Int: (partition: Int32, row: Int64)] = [:]
     private var nextOutboxID = 0
@@ -93,6 +102,8 @@ public final class Projector: RebalanceHandler {
                 options: ProjectorOptions, logger: Logger) throws {
         self.options = options
         self.priority = priority
+        groupID = consumerConfiguration.groupID
+        sessionTimeoutMilliseconds = consumerConfiguration.sessionTimeoutMilliseconds
         self.logger = logger
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -110,35 +121,143 @@ public final class Projector: RebalanceHandler {
 
     // MARK: RebalanceHandler
 
-    public func assigned(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+    // Runs inside librdkafka's rebalance callback: only records. Shards are opened, checked
+    // against the log and started from the poll loop (`startHeldPartitions`).
+    public func assigned(_ partitions: [TopicPartition]) {
         hasAssignment = true
-        var offsets: [TopicPartition: Int64] = [:]
-        for tp in partitions where tp.topic == options.topic {
-            do {
-                let worker = try openWorker(tp.partition)
-                offsets[tp] = worker.shard.nextOffset
-            } catch {
-                fatal = fatal ?? error
-            }
-        }
-        return offsets
+        for tp in partitions where tp.topic == options.topic { held.insert(tp.partition) }
     }
 
     public func revoked(_ partitions: [TopicPartition]) {
         hasAssignment = false
-        for tp in partitions { workers[tp.partition] = nil }
+        for tp in partitions {
+            held.remove(tp.partition)
+            workers[tp.partition] = nil
+        }
     }
 
     /// The group has given this member its share (possibly none) and not taken it back.
     private var hasAssignment = false
+    /// Partitions assigned and not yet started (the consumer holds them paused).
+    private var held: Set<Int32> = []
+    /// The cluster's id, when it reports one; recorded in each shard and checked on open.
+    private var clusterID: String?
+    /// Each partition's high watermark when it was started (for lag before the first fetch).
+    private var highAtStart: [Int32: Int64] = [:]
+    private let groupID: String
+    private let sessionTimeoutMilliseconds: Int
+    /// Partitions re-sought once after a jump in offsets, and where (see `checkContinuity`).
+    private var resought: [Int32: Int64] = [:]
 
     private func openWorker(_ partition: Int32) throws -> PartitionWorker {
         if let existing = workers[partition], !existing.broken { return existing }
-        let shard = try Shard(directory: options.dataDirectory, topic: options.topic, partition: partition, fingerprint: priority.fingerprint)
+        // Never wait for a lock: a second projector on the same data must stop at once.
+        let shard = try Shard(directory: options.dataDirectory, topic: options.topic, partition: partition,
+                              fingerprint: priority.fingerprint, lockTimeout: .zero)
+        try checkCluster(shard)
         let worker = try PartitionWorker(shard: shard, priority: priority)
-        workers[partition] = worker
         logger.info("partition \(partition): shard at offset \(shard.nextOffset), \(worker.ledger.liveSampleCount) live samples")
         return worker
+    }
+
+    /// Opens, checks and starts the partitions the group assigned since the last poll.
+    private func startHeldPartitions() throws {
+        guard !held.isEmpty else { return }
+        var offsets: [TopicPartition: Int64] = [:]
+        for partition in held.sorted() {
+            let worker = try openWorker(partition)
+            try checkLog(worker.shard)
+            workers[partition] = worker
+            offsets[worker.partition] = worker.shard.nextOffset
+        }
+        held.removeAll()
+        do {
+            try consumer.start(offsets)
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "starting \(offsets.keys.sorted().map(\.description).joined(separator: ", ")): \(error)")
+        }
+    }
+
+    /// Refuses a shard whose offsets belong to another cluster's log.
+    private func checkCluster(_ shard: Shard) throws {
+        guard let clusterID else { return }
+        if let recorded = try shard.clusterID() {
+            guard recorded == clusterID else {
+                throw ProjectorError(kind: .logMismatch, message: """
+                    \(shard.path) was built from the log of Kafka cluster \(recorded), but --brokers reaches cluster \(clusterID). \
+                    Its offsets mean nothing in this cluster's log, so nothing was read. Point --brokers at cluster \(recorded), \
+                    or project this cluster into a new --data directory.
+                    """)
+            }
+        } else {
+            try shard.recordClusterID(clusterID)
+        }
+    }
+
+    /// Before reading, the shard's next offset must lie inside the partition's log:
+    /// `low ≤ next ≤ high`. Anything else is a gap or a different log, never skipped silently.
+    private func checkLog(_ shard: Shard) throws {
+        let tp = TopicPartition(options.topic, shard.partition)
+        let marks: (low: Int64, high: Int64)
+        do {
+            marks = try consumer.watermarks(tp, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
+        }
+        try Self.check(shard: shard, tp: tp, low: marks.low, high: marks.high)
+        highAtStart[shard.partition] = marks.high
+    }
+
+    static func check(shard: Shard, tp: TopicPartition, low: Int64, high: Int64) throws {
+        let next = shard.nextOffset
+        if next < low {
+            throw ProjectorError(kind: .logMismatch, message: """
+                \(tp): the log starts at offset \(low), but \(shard.path) needs offset \(next) next: messages \(next)..<\(low) \
+                are gone (deleted by retention, or the topic was truncated), so this projection cannot be made exact and nothing \
+                was applied past offset \(next). Keep the topic's whole history (retention.ms=-1, see topics/) and rebuild from \
+                a complete log, or restore the shards from a backup taken at or after offset \(low).
+                """)
+        }
+        if next > high {
+            throw ProjectorError(kind: .logMismatch, message: """
+                \(tp): the log ends at offset \(high), but \(shard.path) has already applied offsets up to \(next - 1): \
+                this is not the log the shard was built from (the topic was deleted and recreated, or --brokers names another \
+                cluster). Nothing was read. Point --brokers at the cluster the shard came from, or project into a new --data directory.
+                """)
+        }
+    }
+
+    /// A batch that starts after the shard's next offset is a gap unless the log really has
+    /// no message in between (transaction markers, compaction). The first time, the
+    /// partition is sought back to the shard's offset (a fetch from before its start may be
+    /// stale); if the log still jumps there, the offsets in between hold no messages.
+    private func checkContinuity(_ worker: PartitionWorker, first: Int64) throws -> Bool {
+        let next = worker.shard.nextOffset
+        guard first > next else { return true }
+        let tp = worker.partition
+        let low: Int64
+        let high: Int64
+        do {
+            (low, high) = try consumer.watermarks(tp, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
+        }
+        try Self.check(shard: worker.shard, tp: tp, low: low, high: high)
+        if options.solo || resought[tp.partition] == next {
+            logger.info("\(tp): offsets \(next)..<\(first) hold no messages (transaction markers or compaction)")
+            return true
+        }
+        resought[tp.partition] = next
+        do {
+            try consumer.seek([tp: next])
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "seeking \(tp) back to \(next): \(error)")
+        }
+        return false
+    }
+
+    static func milliseconds(_ d: Duration) -> Int32 {
+        Int32(clamping: d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000)
     }
 
     // MARK: Running
@@ -153,18 +272,34 @@ public final class Projector: RebalanceHandler {
         var appliedSinceProgress = 0
         var rate = 0.0
 
+        // One metadata round trip first: an unreachable cluster or a missing topic ends the
+        // run within `connectTimeout`, in both modes, instead of polling forever.
+        let count: Int
+        do {
+            count = try consumer.partitionCount(options.topic, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "\(error.kind == .topic ? "" : "cannot reach the Kafka cluster within \(options.connectTimeout): ")\(error)")
+        }
+        clusterID = consumer.clusterID(timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
         do {
             if options.solo {
-                let count = try consumer.partitionCount(options.topic)
-                let partitions = (0..<Int32(count)).map { TopicPartition(options.topic, $0) }
-                let offsets = assigned(partitions)
-                if let fatal { throw fatal }
-                try consumer.readDirectly(partitions, startingAt: offsets)
+                var offsets: [TopicPartition: Int64] = [:]
+                for partition in 0..<Int32(count) {
+                    let worker = try openWorker(partition)
+                    try checkLog(worker.shard)
+                    workers[partition] = worker
+                    offsets[worker.partition] = worker.shard.nextOffset
+                }
+                hasAssignment = true
+                try consumer.readDirectly(offsets.keys.sorted(), startingAt: offsets)
             } else {
                 try consumer.subscribe([options.topic], handler: self)
             }
         } catch let error as KafkaError {
             throw ProjectorError(kind: .kafka, message: "\(error)")
+        } catch {
+            workers.removeAll()
+            throw classify(error)
         }
 
         defer {
@@ -174,8 +309,18 @@ public final class Projector: RebalanceHandler {
         }
 
         while !shouldStop() {
-            if let fatal { throw classify(fatal) }
+            do {
+                try startHeldPartitions()
+            } catch {
+                throw classify(error)
+            }
             let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
+            // Assignments recorded during this poll are started before their messages count.
+            do {
+                try startHeldPartitions()
+            } catch {
+                throw classify(error)
+            }
             var byPartition: [Int32: [ConsumedMessage]] = [:]
             for event in events {
                 switch event {
@@ -183,19 +328,32 @@ public final class Projector: RebalanceHandler {
                     byPartition[m.topicPartition.partition, default: []].append(m)
                 case .endOfPartition(let tp, let offset):
                     workers[tp.partition]?.endOffset = offset
+                case .offsetOutOfRange(let tp, let offset) where tp.topic == options.topic:
+                    guard let worker = workers[tp.partition] else { break }
+                    // Retention deleted what the shard needs (or the log was replaced): say which.
+                    try checkLog(worker.shard)
+                    throw ProjectorError(kind: .logMismatch, message: "\(tp): offset \(offset) is outside the log; nothing past \(worker.shard.nextOffset) was applied")
                 case .error(let e):
                     logger.warning("consumer: \(e)")
                 default:
                     break
                 }
             }
+            for (partition, messages) in byPartition {
+                guard let worker = workers[partition],
+                      let first = messages.first(where: { $0.offset >= worker.shard.nextOffset })?.offset else { continue }
+                if try !checkContinuity(worker, first: first) { byPartition[partition] = nil }
+            }
             if !byPartition.isEmpty {
                 let outcomes = try applyInParallel(byPartition)
-                // Informational only (for lag dashboards): the truth is the shard's offset.
-                let committed = Dictionary(uniqueKeysWithValues: byPartition.keys.compactMap { p in
-                    workers[p].map { (TopicPartition(options.topic, p), $0.shard.nextOffset) }
-                })
-                try? consumer.commit(committed)
+                // Informational only (for lag dashboards): the truth is the shard's offset. A solo
+                // projector is no member of the group, whose coordinator would refuse it.
+                if !options.solo {
+                    let committed = Dictionary(uniqueKeysWithValues: byPartition.keys.compactMap { p in
+                        workers[p].map { (TopicPartition(options.topic, p), $0.shard.nextOffset) }
+                    })
+                    try? consumer.commit(committed)
+                }
                 for outcome in outcomes {
                     summary.applied += outcome.applied
                     summary.skipped += outcome.skipped
@@ -216,7 +374,7 @@ public final class Projector: RebalanceHandler {
                 progress(snapshot(summary, rate: rate))
             }
             // A member the group gave nothing to is caught up on what it owns, too.
-            if options.untilCaughtUp, hasAssignment, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty {
+            if options.untilCaughtUp, hasAssignment, held.isEmpty, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty {
                 summary.caughtUp = true
                 break
             }
@@ -272,9 +430,15 @@ public final class Projector: RebalanceHandler {
     private func snapshot(_ summary: ProjectorSummary, rate: Double) -> ProjectorProgress {
         let parts = workers.keys.sorted().map { p -> (Int32, Int64, Int64?) in
             let w = workers[p]!
-            return (p, w.shard.nextOffset, consumer.cachedHighWatermark(w.partition) ?? w.endOffset)
+            // The end seen in the last fetch, else at the last end of partition, else when the
+            // partition was started: never "lag 0" only because no fetch has answered yet.
+            return (p, w.shard.nextOffset, consumer.cachedHighWatermark(w.partition) ?? w.endOffset ?? highAtStart[p])
         }
-        return ProjectorProgress(applied: summary.applied, deadLetters: summary.deadLetters, eventsPerSecond: rate, partitions: parts)
+        var progress = ProjectorProgress(applied: summary.applied, deadLetters: summary.deadLetters, eventsPerSecond: rate, partitions: parts)
+        if !options.solo, !hasAssignment || !held.isEmpty {
+            progress.waiting = "waiting for consumer group \(groupID) to assign partitions (a member that restarted waits until its old membership expires: session.timeout.ms = \(sessionTimeoutMilliseconds / 1_000) s)"
+        }
+        return progress
     }
 
     static func seconds(_ d: Duration) -> Double {

@@ -112,6 +112,25 @@ public final class Shard {
         }
     }
 
+    // MARK: Where the log came from
+
+    /// The id of the Kafka cluster this shard's log is read from, once one was recorded.
+    public func clusterID() throws -> String? {
+        let read = try database.statement("SELECT value FROM meta WHERE key = 'cluster_id'")
+        return try read.step() ? read.text(0) : nil
+    }
+
+    /// Records the cluster the shard's offsets refer to; offsets of another cluster's log
+    /// mean nothing here, so the projector refuses to mix them.
+    public func recordClusterID(_ id: String) throws {
+        try database.inTransaction {
+            let write = try database.statement("INSERT INTO meta (key, value) VALUES ('cluster_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+            try write.bind(1, id)
+            try write.run()
+            return .commit
+        }
+    }
+
     // MARK: Restoring the ledger
 
     /// Replays the stored samples and tombstones into `ledger` (positions = their offsets).

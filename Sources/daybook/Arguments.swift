@@ -42,6 +42,8 @@ enum ExitCode {
     static let software: Int32 = 70
     static let ioError: Int32 = 74
     static let tempFail: Int32 = 75
+    /// EX_PROTOCOL: the Kafka log does not hold what a shard needs next (a gap, or another log).
+    static let logMismatch: Int32 = 76
     static let config: Int32 = 78
 }
 

@@ -8,7 +8,7 @@ import Foundation
 enum ProjectCommand: Subcommand {
     static let name = "project"
     static let abstract = "Project health-samples into SQLite read models (one shard per partition)."
-    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo]"
+    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--connect-timeout S]"
     static let options = [
         OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers (default: kafka.bootstrap.servers of --config)."),
         OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (created, mode 0700; files 0600)."),
@@ -17,6 +17,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
+        KafkaOptions.connectTimeout,
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
     ]
     static let discussion = """
@@ -30,9 +31,18 @@ enum ProjectCommand: Subcommand {
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
 
+    Before reading a partition the projector checks its shard against the log: the shard's
+    next offset must lie between the partition's first and last offsets, and the shard must
+    come from the same cluster (its id is recorded in the shard). A gap (retention deleted
+    messages the shard never saw) or another log (topic recreated, other cluster) stops the
+    projector with exit 76 and says what to do; no offset is ever moved past an unapplied
+    event, and the consumer never resets a position by itself (auto.offset.reset=error).
+
     EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only):
-    fix it and restart; 75 a shard is held by another projector; 69 Kafka unavailable;
-    64 usage; 78 bad configuration.
+    fix it and restart; 75 a shard is held by another projector (exits at once); 76 the
+    log does not hold what a shard needs (gap, recreated topic, other cluster); 69 Kafka
+    unreachable within --connect-timeout, or the topic is missing; 64 usage (including a
+    malformed --brokers); 78 bad configuration.
 
     EXAMPLES:
       daybook project --brokers localhost:9092 --data /var/lib/daybook
@@ -42,14 +52,12 @@ enum ProjectCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("project takes no positional arguments") }
         guard let data = arguments.value("--data") else { throw CLIError.usage("project needs --data DIR") }
-        guard arguments.value("--brokers") != nil || arguments.value("--config") != nil else {
-            throw CLIError.usage("project needs --brokers (or a --config with kafka.bootstrap.servers)")
-        }
-        var config = try DaybookConfiguration.load(arguments.value("--config"), brokers: arguments.value("--brokers"))
+        var (config, connectTimeout) = try KafkaOptions.load(arguments, command: "project")
         if let group = arguments.value("--group") { config.consumer.groupID = group }
         var options = ProjectorOptions(dataDirectory: data)
         options.untilCaughtUp = arguments.has("--until-caught-up")
         options.solo = arguments.has("--solo")
+        options.connectTimeout = connectTimeout
         if let topic = arguments.value("--topic") { options.topic = topic }
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
 
@@ -68,6 +76,7 @@ enum ProjectCommand: Subcommand {
             case .storage: throw CLIError(code: ExitCode.ioError, message: error.message)
             case .shard: throw CLIError(code: ExitCode.tempFail, message: error.message)
             case .kafka: throw CLIError(code: ExitCode.unavailable, message: error.message)
+            case .logMismatch: throw CLIError(code: ExitCode.logMismatch, message: error.message)
             }
         } catch let error as KafkaError {
             throw CLIError(code: error.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(error)")

@@ -22,10 +22,7 @@ enum TopicsCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("topics takes no positional arguments") }
-        guard arguments.value("--brokers") != nil || arguments.value("--config") != nil else {
-            throw CLIError.usage("topics needs --brokers (or a --config with kafka.bootstrap.servers)")
-        }
-        let config = try DaybookConfiguration.load(arguments.value("--config"), brokers: arguments.value("--brokers"))
+        let (config, _) = try KafkaOptions.load(arguments, command: "topics")
         let definitions = try BrokerCommand.topicDefinitions(arguments.value("--topics"))
         do {
             let admin = try KafkaAdmin(connection: config.connection, logger: Logger(label: "topics", level: .warning))
