@@ -7,21 +7,25 @@ import Foundation
 enum PublishCommand: Subcommand {
     static let name = "publish"
     static let abstract = "Validate events and publish them to Kafka, keyed by user."
-    static let usage = "publish --brokers B [--topic T] [--config FILE] EVENTS"
+    static let usage = "publish --brokers B [--topic T] [--config FILE] [--connect-timeout S] EVENTS"
     static let options = [
         OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
         OptionSpec(name: "--topic", value: "T", help: "Topic to publish to (default health-samples)."),
         OptionSpec(name: "--config", value: "FILE", help: "Configuration: kafka.properties, kafka.secrets, kafka.producer."),
+        KafkaOptions.connectTimeout,
     ]
     static let discussion = """
     EVENTS is a file of JSON lines, or - for standard input. Each line is validated with
     the same rules as 'daybook rollup'; invalid lines are reported as 'line N: reason' and
     not published. Valid lines are published unchanged, keyed by user, through an
     idempotent producer (acks=all, lz4), and publish waits for every delivery report.
+    A line larger than the cluster accepts (message.max.bytes, 1000000 by default) is
+    rejected by number like an invalid one; every other line is still delivered.
 
     EXIT CODES: 0 every line published; 65 some lines rejected (the valid ones were
-    published); 69 some deliveries failed (their lines are named); 64 usage; 66 no input;
-    78 bad configuration.
+    published); 69 the cluster did not answer within --connect-timeout, or some deliveries
+    failed (their lines are named); 64 usage (including a malformed --brokers); 66 no
+    input; 78 bad configuration.
 
     EXAMPLE:
       daybook publish --brokers localhost:9092 examples/week.jsonl
@@ -31,14 +35,12 @@ enum PublishCommand: Subcommand {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw CLIError.usage("publish takes exactly one EVENTS path (or - for stdin)")
         }
-        let config = try DaybookConfiguration.load(arguments.value("--config"), brokers: arguments.value("--brokers"))
-        guard arguments.value("--brokers") != nil || arguments.value("--config") != nil else {
-            throw CLIError.usage("publish needs --brokers (or a --config with kafka.bootstrap.servers)")
-        }
+        let (config, connectTimeout) = try KafkaOptions.load(arguments, command: "publish")
         let topic = arguments.value("--topic") ?? "health-samples"
         let bytes = try Files.read(path)
 
-        let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic) { number, error in
+        let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic,
+                                 connectTimeout: connectTimeout) { number, error in
             printError("line \(number): \(error)")
         }
         let seconds = result.progress.elapsed
@@ -49,7 +51,7 @@ enum PublishCommand: Subcommand {
             printError("publish: \(lines.count) lines were not delivered: \(shown)\(lines.count > 50 ? ", …" : "") — \(result.firstFailure.map { "\($0)" } ?? "unknown error"). Is the cluster at \(config.connection.bootstrapServers) up? Publishing them again is safe: rollups ignore re-sent identical samples.")
             return ExitCode.unavailable
         }
-        return result.rejected == 0 ? ExitCode.ok : ExitCode.dataError
+        return result.rejected == 0 && result.tooLarge.isEmpty ? ExitCode.ok : ExitCode.dataError
     }
 
     struct Result {
@@ -58,21 +60,31 @@ enum PublishCommand: Subcommand {
         var rejected = 0
         var failedLines: [Int] = []
         var firstFailure: KafkaError?
+        /// Lines the cluster refused for their size (counted in `rejected` too).
+        var tooLarge: [Int] = []
         var progress = ProgressReporter()
     }
+
+    /// librdkafka's RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, from `send` (larger than the
+    /// client's message.max.bytes) or from the broker (larger than the topic accepts).
+    static let messageSizeTooLarge: Int32 = 10
 
     /// Validates every line of `bytes` and publishes the valid ones keyed by user, waiting
     /// for every delivery report. `rejected(lineNumber, error)` hears each invalid line.
     static func publish(_ bytes: Data, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
-                        rejected report: (Int, EventError) -> Void) throws -> Result {
+                        connectTimeout: Duration = .seconds(30),
+                        rejected report: (Int, String) -> Void) throws -> Result {
         var r = Result()
         var published = 0
         var failedLines: [Int] = []
         var firstFailure: KafkaError?
+        var tooLarge: [Int] = []
         let producer: KafkaProducer
         do {
             producer = try KafkaProducer(connection: connection, configuration: configuration, logger: Logger(label: "publish", level: .warning)) { report in
-                if let error = report.error {
+                if let error = report.error, error.code == messageSizeTooLarge {
+                    tooLarge.append(report.id)
+                } else if let error = report.error {
                     failedLines.append(report.id)
                     if firstFailure == nil { firstFailure = error }
                 } else {
@@ -82,6 +94,13 @@ enum PublishCommand: Subcommand {
         } catch {
             throw CLIError(code: ExitCode.config, message: "\(error)")
         }
+        // Nothing is queued until the cluster has answered once: a dead address fails in
+        // `connectTimeout`, not after message.timeout.ms with every line in flight.
+        do {
+            try producer.checkReachable(timeoutMilliseconds: Int32(clamping: connectTimeout.components.seconds * 1_000))
+        } catch {
+            throw CLIError(code: ExitCode.unavailable, message: "cannot reach the Kafka cluster at \(connection.bootstrapServers) within \(connectTimeout): \(error)")
+        }
         do {
             try Files.forEachEvent(bytes) { number, line, decoded in
                 r.read += 1
@@ -90,12 +109,16 @@ enum PublishCommand: Subcommand {
                 case .success(let event): user = event.user
                 case .failure(let error):
                     r.rejected += 1
-                    report(number, error)
+                    report(number, error.description)
                     return
                 }
                 var key = user
-                try key.withUTF8 { k in
-                    try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: UnsafeRawBufferPointer(line), id: number)
+                do {
+                    try key.withUTF8 { k in
+                        try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: UnsafeRawBufferPointer(line), id: number)
+                    }
+                } catch let error as KafkaError where error.code == messageSizeTooLarge {
+                    tooLarge.append(number)
                 }
                 if r.read % 1_024 == 0 {
                     producer.poll()
@@ -111,6 +134,11 @@ enum PublishCommand: Subcommand {
             throw CLIError(code: ExitCode.unavailable, message: "\(error)")
         }
         r.progress.finish()
+        for number in tooLarge.sorted() {
+            r.rejected += 1
+            report(number, "the event is larger than the cluster accepts (message.max.bytes, 1000000 bytes unless configured); it was not published")
+        }
+        r.tooLarge = tooLarge
         r.published = published
         r.failedLines = failedLines
         r.firstFailure = firstFailure
