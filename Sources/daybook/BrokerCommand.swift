@@ -23,7 +23,8 @@ enum BrokerCommand: Subcommand {
     configs such as retention are ignored. For production, use docker-compose.yml.
 
     EXAMPLE:
-      daybook broker --partitions 16 --bootstrap-file /tmp/bootstrap &
+      rm -f /tmp/bootstrap; daybook broker --partitions 16 --bootstrap-file /tmp/bootstrap &
+      while [ ! -s /tmp/bootstrap ]; do sleep 0.1; done   # written (renamed into place) once ready
       daybook publish --brokers "$(cat /tmp/bootstrap)" examples/week.jsonl
     """
 
