@@ -274,11 +274,24 @@ public final class Projector: RebalanceHandler {
 
         // One metadata round trip first: an unreachable cluster or a missing topic ends the
         // run within `connectTimeout`, in both modes, instead of polling forever.
-        let count: Int
-        do {
-            count = try consumer.partitionCount(options.topic, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
-        } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error.kind == .topic ? "" : "cannot reach the Kafka cluster within \(options.connectTimeout): ")\(error)")
+        // Asked in rounds of at most a second, so that SIGINT/SIGTERM are heard meanwhile.
+        var count = 0
+        let deadline = ContinuousClock.now + options.connectTimeout
+        while true {
+            do {
+                let left = Self.milliseconds(deadline - ContinuousClock.now)
+                count = try consumer.partitionCount(options.topic, timeoutMilliseconds: max(1, min(1_000, left)))
+                break
+            } catch {
+                if error.kind == .topic { throw ProjectorError(kind: .kafka, message: "\(error)") }
+                if ContinuousClock.now >= deadline {
+                    throw ProjectorError(kind: .kafka, message: "cannot reach the Kafka cluster within \(options.connectTimeout): \(error)")
+                }
+                if shouldStop() {
+                    return summary
+                }
+                usleep(100_000)
+            }
         }
         clusterID = consumer.clusterID(timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
         do {

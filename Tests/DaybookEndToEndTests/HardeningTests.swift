@@ -19,6 +19,16 @@ import Testing
     ]
     static let year1 = steps("old", "watch", "0001-01-01T00:00:00Z", "0001-01-01T01:00:00Z", "5")
 
+    /// Runs `daybook` and waits at most `seconds`: a command that hangs fails the test (and
+    /// is killed) instead of hanging the suite. Returns (status or nil, seconds, stderr).
+    static func runWithin(_ seconds: Double, _ arguments: [String]) throws -> (status: Int32?, seconds: Double, stderr: String) {
+        let started = Date()
+        let p = try DaybookProcess(arguments)
+        let status = p.wait(seconds: seconds)
+        if status == nil { p.kill9() }
+        return (status, Date().timeIntervalSince(started), p.stderr)
+    }
+
     static func stepsOn(_ dir: String, day: String = "2024-03-02") throws -> String? {
         let r = try Daybook.run(["totals", "--data", dir, "--format", "json", "--user", "ana", "--metric", "steps"])
         return r.stdout.split(separator: "\n").first { $0.contains(day) }.map(String.init)
@@ -198,12 +208,10 @@ import Testing
         while Date() < deadline, (try? Self.stepsOn(dir)) == nil { Thread.sleep(forTimeInterval: 0.1) }
         #expect(try Self.stepsOn(dir) != nil)
         for mode in [["--solo"], ["--group", "hardening-second"]] {
-            let started = Date()
-            let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--until-caught-up"] + mode)
-            let seconds = Date().timeIntervalSince(started)
+            let r = try Self.runWithin(30, ["project", "--brokers", broker.bootstrap, "--data", dir, "--until-caught-up"] + mode)
             #expect(r.status == 75, "\(mode): \(r.stderr)")
             #expect(r.stderr.contains("another projector holds this shard"), "\(r.stderr)")
-            #expect(seconds < 20, "took \(seconds) s")
+            #expect(r.seconds < 20, "took \(r.seconds) s")
         }
     }
 
@@ -214,12 +222,10 @@ import Testing
         let dir = ProjectorTests.dataDirectory()
         for args in [["project", "--data", dir, "--until-caught-up"], ["project", "--data", dir, "--until-caught-up", "--solo"],
                      ["project", "--data", dir], ["publish", try Daybook.temporaryFile(Self.goodPair.joined(separator: "\n") + "\n")]] {
-            let started = Date()
-            let r = try Daybook.run(args + ["--brokers", "127.0.0.1:1", "--connect-timeout", "3"])
-            let seconds = Date().timeIntervalSince(started)
+            let r = try Self.runWithin(30, args + ["--brokers", "127.0.0.1:1", "--connect-timeout", "3"])
             #expect(r.status == 69, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("cannot reach the Kafka cluster"), "\(r.stderr)")
-            #expect(seconds < 15, "\(args) took \(seconds) s")
+            #expect(r.seconds < 15, "\(args) took \(r.seconds) s")
         }
     }
 
