@@ -32,7 +32,8 @@ enum DemoCommand: Subcommand {
             throw CLIError(code: ExitCode.noInput, message: "\(eventsPath): no such file (run the demo from the repository root, or pass --events FILE)")
         }
         let configPath = arguments.value("--config") ?? (FileManager.default.fileExists(atPath: "config/daybook.json") ? "config/daybook.json" : nil)
-        var config = try DaybookConfiguration.load(configPath)
+        // The demo talks only to its embedded broker, so the file's secrets are not needed.
+        var config = try DaybookConfiguration.load(configPath, resolvingSecrets: false)
         let root = arguments.value("--data") ?? FileManager.default.temporaryDirectory.appendingPathComponent("daybook-demo-\(getpid())").path
         let live = root + "/live", rebuilt = root + "/rebuild"
         for dir in [live, rebuilt] where FileManager.default.fileExists(atPath: dir) {

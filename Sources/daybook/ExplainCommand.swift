@@ -33,7 +33,7 @@ enum ExplainCommand: Subcommand {
         guard let dayText = arguments.value("--day") else { throw CLIError.usage("explain needs --day") }
         guard let day = CivilDay(dayText) else { throw CLIError.usage("--day '\(dayText)' is not a date (YYYY-MM-DD)") }
 
-        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config")).priority)
+        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false).priority)
         let rejected = try RollupCommand.load(path, into: ledger)
         let e = ledger.explain(DayKey(user: user, metric: metric, day: day))
         var out = OutputBuffer()

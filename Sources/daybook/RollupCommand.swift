@@ -28,7 +28,7 @@ enum RollupCommand: Subcommand {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw CLIError.usage("rollup takes exactly one EVENTS path (or - for stdin)")
         }
-        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config")).priority)
+        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false).priority)
         let rejected = try load(path, into: ledger)
         var out = OutputBuffer()
         for total in ledger.allTotals() { out.line(total.jsonLine) }
