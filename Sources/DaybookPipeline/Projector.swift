@@ -60,6 +60,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
     public enum Kind: Sendable { case storage, kafka, shard }
     public var kind: Kind
     public var message: String
+    /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
+    public var shardKind: Shard.ShardError.Kind? = nil
     public var description: String { message }
 }
 
@@ -158,7 +160,7 @@ public final class Projector: RebalanceHandler {
                 let count = try consumer.partitionCount(options.topic)
                 let partitions = (0..<Int32(count)).map { TopicPartition(options.topic, $0) }
                 let offsets = assigned(partitions)
-                if let fatal { throw fatal }
+                if let fatal { throw classify(fatal) }
                 try consumer.readDirectly(partitions, startingAt: offsets)
             } else {
                 try consumer.subscribe([options.topic], handler: self)
@@ -215,6 +217,8 @@ public final class Projector: RebalanceHandler {
                 lastProgress = now
                 progress(snapshot(summary, rate: rate))
             }
+            // A shard that could not be opened on assignment stops the run (never "caught up").
+            if let fatal { throw classify(fatal) }
             // A member the group gave nothing to is caught up on what it owns, too.
             if options.untilCaughtUp, hasAssignment, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty {
                 summary.caughtUp = true
@@ -264,7 +268,7 @@ public final class Projector: RebalanceHandler {
             let advice = e.isStorageFault ? " Fix the storage (space, permissions), then restart: no offset moved past an unapplied event." : ""
             return ProjectorError(kind: .storage, message: "\(e)\(advice)")
         }
-        if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message) }
+        if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message, shardKind: e.kind) }
         if let e = error as? KafkaError { return ProjectorError(kind: .kafka, message: "\(e)") }
         return ProjectorError(kind: .storage, message: "\(error)")
     }
