@@ -23,6 +23,11 @@ enum DemoCommand: Subcommand {
     sample and a deletion arrive and only the affected days are recomputed. Finally the
     projection is rebuilt from the log into a fresh directory and compared with the live
     one and with 'daybook rollup' of the same log.
+
+    EXIT CODES: 0 the rebuilt projection equals the live one and the rollup; 70 they
+    differ (a bug); 64 usage (or --data already used); 66 --events missing; 69 the
+    embedded broker failed or events were not delivered; 74 storage failure; 78 bad
+    configuration.
     """
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
@@ -118,7 +123,8 @@ enum DemoCommand: Subcommand {
             projector.recordChangedKeys = recordChanges
             return try projector.run(shouldStop: { Shutdown.isRequested }) { _ in }
         } catch {
-            throw CLIError(code: ExitCode.software, message: "projector: \(error)")
+            let failure = CLIError(error)
+            throw CLIError(code: failure.code, message: "projector: \(failure.message)")
         }
     }
 

@@ -17,6 +17,9 @@ enum ExplainCommand: Subcommand {
     (value × stretch / sample length); then instantaneous samples and whether they
     counted; then the day's total, which equals the one 'daybook rollup' prints.
 
+    EXIT CODES: 0 every line accepted; 65 some lines rejected (the others are explained);
+    64 usage; 66 EVENTS missing or unreadable; 78 bad configuration.
+
     EXAMPLE:
       daybook explain examples/week.jsonl --user ana --metric steps --day 2024-03-30
     """

@@ -13,7 +13,7 @@ enum Files {
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
         } catch {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read (\(error.localizedDescription))")
+            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read: \(SystemError.reason(error))")
         }
     }
 

@@ -20,6 +20,10 @@ enum TotalsCommand: Subcommand {
     row per day with what each source contributed, and days without data as 'no data' —
     never 0. Safe to run while a projector writes.
 
+    EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
+    not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
+    projector rebuilds it); 74 storage failure.
+
     EXAMPLE:
       daybook totals --data /var/lib/daybook --user ana --metric steps --from 2024-03-25 --to 2024-03-31
     """
@@ -48,7 +52,7 @@ enum TotalsCommand: Subcommand {
         do {
             rows = try ShardReader(directory: data).totals(query)
         } catch {
-            throw CLIError(code: ExitCode.ioError, message: "\(error)")
+            throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
         }
         var out = OutputBuffer()
         switch format {

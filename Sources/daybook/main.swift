@@ -20,7 +20,8 @@ func mainHelp() -> String {
     """
     let width = Commands.all.map { $0.name.count }.max() ?? 0
     for c in Commands.all { s += "  \(c.name)\(String(repeating: " ", count: width - c.name.count + 2))\(c.abstract)\n" }
-    s += "\nSee 'daybook help <command>' or 'daybook <command> --help' for its options.\n"
+    s += "\nSee 'daybook help <command>' or 'daybook <command> --help' for its options and exit codes.\n"
+    s += "Every command exits 0 on success, 64 on a usage error and 70 on an internal error (a bug).\n"
     return s
 }
 
@@ -50,13 +51,11 @@ func runMain() -> Int32 {
             return ExitCode.ok
         }
         return try command.run(arguments)
-    } catch let error as CLIError {
-        printError("daybook \(command.name): \(error.message)")
-        if error.code == ExitCode.usage { printError("See 'daybook \(command.name) --help'.") }
-        return error.code
     } catch {
-        printError("daybook \(command.name): \(error)")
-        return ExitCode.software
+        let failure = CLIError(error)
+        printError("daybook \(command.name): \(failure.message)")
+        if failure.code == ExitCode.usage { printError("See 'daybook \(command.name) --help'.") }
+        return failure.code
     }
 }
 
