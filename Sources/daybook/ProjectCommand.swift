@@ -31,8 +31,10 @@ enum ProjectCommand: Subcommand {
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
 
     EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only):
-    fix it and restart; 75 a shard is held by another projector; 69 Kafka unavailable;
-    64 usage; 78 bad configuration.
+    fix it and restart; 75 a shard is held by another projector; 78 bad configuration,
+    or a shard built under another source priority (rebuild into a new --data);
+    65 a file in DIR is not a shard (damaged or foreign: move it away, it is rebuilt);
+    69 Kafka unavailable; 64 usage.
 
     EXAMPLES:
       daybook project --brokers localhost:9092 --data /var/lib/daybook
@@ -62,17 +64,10 @@ enum ProjectCommand: Subcommand {
             summary = try projector.run(shouldStop: { Shutdown.isRequested }) { progress in
                 reporter.update(progress.line)
             }
-        } catch let error as ProjectorError {
+        } catch {
+            // Exit codes by cause (Failures.swift): a held shard 75, another priority 78, not a shard 65, storage 74.
             reporter.finish()
-            switch error.kind {
-            case .storage: throw CLIError(code: ExitCode.ioError, message: error.message)
-            case .shard: throw CLIError(code: ExitCode.tempFail, message: error.message)
-            case .kafka: throw CLIError(code: ExitCode.unavailable, message: error.message)
-            }
-        } catch let error as KafkaError {
-            throw CLIError(code: error.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(error)")
-        } catch let error as CocoaError {
-            throw CLIError(code: ExitCode.ioError, message: "\(data): \(error.localizedDescription)")
+            throw CLIError(error)
         }
         reporter.finish()
         let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
