@@ -44,4 +44,101 @@ import Testing
         #expect(publish.status == 78)
         #expect(publish.stderr.contains("DAYBOOK_TEST_UNSET_VARIABLE is not set"))
     }
+
+    // MARK: 2. Exit codes
+
+    /// A projected one-partition log in a fresh data directory, and its broker.
+    func projected() throws -> (broker: BrokerProcess, data: String) {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(Self.oneSample)]).status == 0)
+        let data = scratch.newPath("data")
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(r.status == 0, "\(r.stderr)")
+        return (broker, data)
+    }
+
+    @Test func aShardBuiltUnderAnotherPriorityExits78AskingForARebuild() throws {
+        let (broker, data) = try projected()
+        defer { _ = broker.stop() }
+        let config = try scratch.file(#"{"priority":{"default":["phone","watch"]}}"#, suffix: ".json")
+        for mode in [["--solo"], ["--group", "rough-priority"]] {
+            let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--config", config, "--until-caught-up"] + mode)
+            #expect(r.status == 78, "\(mode): \(r.stderr)")
+            #expect(r.stderr.contains("was built with source priority default=watch>phone>manual, not default=phone>watch. Rebuild it"), "\(r.stderr)")
+        }
+    }
+
+    @Test func aFileThatIsNotAShardExits65NamingIt() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        let data = scratch.newPath("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let shard = data + "/health-samples-0000.sqlite"
+        try Data("these are not the bytes of an SQLite database, just garbage\n".utf8).write(to: URL(fileURLWithPath: shard))
+        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(project.status == 65, "\(project.stderr)")
+        #expect(project.stderr.contains("\(shard) is not a Daybook shard (file is not a database). Move it away"), "\(project.stderr)")
+        let totals = try Daybook.run(["totals", "--data", data])
+        #expect(totals.status == 65, "\(totals.stderr)")
+        #expect(totals.stderr.contains("\(shard) is not a Daybook shard"), "\(totals.stderr)")
+        let notADirectory = try Daybook.run(["totals", "--data", shard])
+        #expect(notADirectory.status == 66, "\(notADirectory.stderr)")
+    }
+
+    @Test(.timeLimit(.minutes(2))) func aShardHeldByAnotherProcessExits75() throws {
+        let (broker, data) = try projected()
+        defer { _ = broker.stop() }
+        // The shard lock is an flock on <shard>.lock; hold it as another projector would.
+        let fd = open(data + "/health-samples-0000.sqlite.lock", O_RDWR | O_CLOEXEC)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(r.status == 75, "\(r.stderr)")
+        #expect(r.stderr.contains("another projector holds this shard"))
+    }
+
+    @Test func foundationErrorsAreToldAsPathAndSystemReason() throws {
+        let file = try scratch.file("not a directory")
+        let cases: [(arguments: [String], status: Int32, text: String)] = [
+            (["project", "--brokers", "127.0.0.1:1", "--data", file + "/data"], 74, "\(file)/data: Not a directory"),
+            (["rollup", scratch.path], 66, "\(scratch.path): cannot be read: Is a directory"),
+            (["rollup", try scratch.file(Self.oneSample), "--config", scratch.path], 66, "\(scratch.path): cannot be read: Is a directory"),
+            (["broker", "--bootstrap-file", file + "/bootstrap"], 74, "\(file)/bootstrap: cannot write the bootstrap address: Not a directory"),
+            (["demo", "--data", file + "/demo"], 74, "Not a directory"),
+        ]
+        for c in cases {
+            let r = try Daybook.run(c.arguments)
+            #expect(r.status == c.status, "\(c.arguments): \(r.stderr)")
+            #expect(r.stderr.contains(c.text), "\(c.arguments): \(r.stderr)")
+            for foundation in ["NSCocoaErrorDomain", "NSPOSIXErrorDomain", "The operation could not be completed", "UserInfo"] {
+                #expect(!r.stderr.contains(foundation), "\(c.arguments): \(r.stderr)")
+            }
+        }
+    }
+
+    @Test func everyCommandDocumentsItsExitCodesFromTheReadmeList() throws {
+        let readme = try String(contentsOf: Daybook.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let documented = Set(readme.split(separator: "\n").compactMap { line -> Int? in
+            guard line.hasPrefix("| "), let code = Int(line.dropFirst(2).prefix { $0 != " " }) else { return nil }
+            return code
+        })
+        #expect(documented == [0, 64, 65, 66, 69, 70, 74, 75, 78])
+        let help = try Daybook.run(["help"])
+        let commands = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "COMMANDS:" }.dropFirst()
+            .prefix { !$0.isEmpty }.compactMap { $0.split(separator: " ").first.map(String.init) }
+        #expect(commands.count == 9, "\(help.stdout)")
+        for command in commands {
+            let r = try Daybook.run([command, "--help"])
+            #expect(r.status == 0)
+            guard let range = r.stdout.range(of: "EXIT CODES:") else {
+                Issue.record("daybook \(command) --help lists no exit codes")
+                continue
+            }
+            let text = String(r.stdout[range.upperBound...]).components(separatedBy: "\n\n")[0]
+            let codes = text.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            #expect(codes.contains(0) && codes.contains(64), "\(command): \(text)")
+            for code in codes { #expect(documented.contains(code), "daybook \(command) --help: exit \(code) is not in the README list") }
+        }
+    }
 }
