@@ -141,4 +141,26 @@ import Testing
             for code in codes { #expect(documented.contains(code), "daybook \(command) --help: exit \(code) is not in the README list") }
         }
     }
+
+    // MARK: 3. help and version
+
+    @Test func helpForAnUnknownCommandIsAUsageError() throws {
+        let r = try Daybook.run(["help", "nosuch"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("'nosuch' is not a command"))
+        #expect(r.stdout.isEmpty)
+        #expect(try Daybook.run(["help", "rollup", "extra"]).status == 64)
+        let known = try Daybook.run(["help", "rollup"])
+        #expect(known.status == 0 && known.stdout.contains("USAGE: daybook rollup"))
+    }
+
+    @Test func versionIsPrintedBothWays() throws {
+        let flag = try Daybook.run(["--version"])
+        #expect(flag.status == 0, "\(flag.stderr)")
+        #expect(flag.stdout.wholeMatch(of: /daybook \d+\.\d+\.\d+\n/) != nil, "\(flag.stdout)")
+        let word = try Daybook.run(["version"])
+        #expect(word.status == 0 && word.stdout == flag.stdout)
+        #expect(try Daybook.run(["--version", "x"]).status == 64)
+        #expect(try Daybook.run(["help"]).stdout.contains("daybook --version"))
+    }
 }
