@@ -1,3 +1,6 @@
+import DaybookCore
+import DaybookKafka
+
 /// One option a command accepts, for parsing and for `--help`.
 struct OptionSpec {
     var name: String
@@ -14,6 +17,15 @@ struct ParsedArguments {
 
     func value(_ name: String) -> String? { values[name]?.last }
     func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    /// The `--topic` value, checked against Kafka's rule for topic names, or `fallback`.
+    func topic(default fallback: String) throws -> String {
+        guard let name = value("--topic") else { return fallback }
+        if let problem = TopicName.problem(name) {
+            throw CLIError.usage("--topic \(JSONWriter.quoted(name)) is not a Kafka topic name: it \(problem)")
+        }
+        return name
+    }
 
     /// The option's value as an integer within `range`, or `fallback` when absent.
     func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
