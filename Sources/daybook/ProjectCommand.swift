@@ -52,7 +52,7 @@ enum ProjectCommand: Subcommand {
         var options = ProjectorOptions(dataDirectory: data)
         options.untilCaughtUp = arguments.has("--until-caught-up")
         options.solo = arguments.has("--solo")
-        if let topic = arguments.value("--topic") { options.topic = topic }
+        options.topic = try arguments.topic(default: options.topic)
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
 
         Shutdown.install()

@@ -35,7 +35,7 @@ enum PublishCommand: Subcommand {
         guard arguments.value("--brokers") != nil || arguments.value("--config") != nil else {
             throw CLIError.usage("publish needs --brokers (or a --config with kafka.bootstrap.servers)")
         }
-        let topic = arguments.value("--topic") ?? "health-samples"
+        let topic = try arguments.topic(default: "health-samples")
         let bytes = try Files.read(path)
 
         let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic) { number, error in
