@@ -163,4 +163,24 @@ import Testing
         #expect(try Daybook.run(["--version", "x"]).status == 64)
         #expect(try Daybook.run(["help"]).stdout.contains("daybook --version"))
     }
+
+    // MARK: 4. Topic names
+
+    @Test func topicNamesAreCheckedBeforeAnythingIsWritten() throws {
+        let events = try scratch.file(Self.oneSample)
+        let data = scratch.newPath("data")
+        let commands: [(topic: String, arguments: [String])] = [
+            ("../../escaped", ["publish", "--brokers", "127.0.0.1:1", events]),
+            ("../../escaped", ["project", "--brokers", "127.0.0.1:1", "--data", data, "--solo", "--until-caught-up"]),
+            ("..", ["project", "--brokers", "127.0.0.1:1", "--data", data, "--solo", "--until-caught-up"]),
+        ]
+        for (topic, arguments) in commands {
+            let r = try Daybook.run(arguments + ["--topic", topic])
+            #expect(r.status == 64, "\(arguments): \(r.stderr)")
+            #expect(r.stderr.contains("--topic \"\(topic)\" is not a Kafka topic name"), "\(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: data))
+        let outside = URL(fileURLWithPath: data).deletingLastPathComponent().deletingLastPathComponent().path
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).allSatisfy { !$0.hasPrefix("escaped") })
+    }
 }
