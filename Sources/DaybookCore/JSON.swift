@@ -70,6 +70,13 @@ public struct JSONParser {
 
         func fail(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(offset: i, reason: reason) }
 
+        /// A byte for an error message: `character 'x'` when printable ASCII, else `byte 0x1B`
+        /// (never the raw byte, which could be a terminal control or half a character).
+        static func describe(_ byte: UInt8) -> String {
+            (0x21...0x7E).contains(byte) ? "character '\(Character(Unicode.Scalar(byte)))'"
+                : "byte 0x" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+        }
+
         @inline(__always) mutating func skipSpace() {
             while i < bytes.count {
                 let c = bytes[i]
@@ -91,7 +98,7 @@ public struct JSONParser {
             case 78: try literal("NaN"); return .nonFinite("NaN")
             case 73: try literal("Infinity"); return .nonFinite("Infinity")
             case 45, 48...57: return try number()
-            default: throw fail("unexpected character '\(Character(Unicode.Scalar(bytes[i])))'")
+            default: throw fail("unexpected \(Reader.describe(bytes[i]))")
             }
         }
 
@@ -185,7 +192,7 @@ public struct JSONParser {
                     }
                     guard let u = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
                     out.append(contentsOf: String(Character(u)).utf8)
-                default: throw fail("invalid escape '\\\(Character(Unicode.Scalar(e)))'")
+                default: throw fail("invalid escape: backslash then \(Reader.describe(e))")
                 }
             }
             throw fail("unterminated string")
@@ -274,7 +281,9 @@ public enum JSONWriter {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20:
+            case _ where u.value < 0x20 || (0x7F...0x9F).contains(u.value):
+                // C0 must be escaped (RFC 8259); DEL and C1 are too, so that no control
+                // character reaches a terminal that shows the JSON.
                 let h = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
             default: out.unicodeScalars.append(u)
