@@ -31,7 +31,7 @@ struct ParsedArguments {
     func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = value(name) else { return fallback }
         guard let n = Int(text), range.contains(n) else {
-            throw CLIError.usage("\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+            throw CLIError.usage("\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(TerminalText.escaped(text))'")
         }
         return n
     }

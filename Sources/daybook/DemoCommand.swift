@@ -79,8 +79,8 @@ enum DemoCommand: Subcommand {
         for row in before {
             guard case .cumulative(let value, let shares) = row.summary else { continue }
             let n = naive[row.key] ?? 0
-            let breakdown = shares.map { "\($0.source) \(grouped($0.value))" }.joined(separator: ", ")
-            say("   \(row.key.user.padding(toLength: 5, withPad: " ", startingAt: 0)) \(row.key.day)  \(TotalsCommand.pad(grouped(n), 10)) \(TotalsCommand.pad(grouped(value), 10))   \(breakdown)")
+            let breakdown = shares.map { "\(TerminalText.escaped($0.source)) \(grouped($0.value))" }.joined(separator: ", ")
+            say("   \(leftAligned(TerminalText.escaped(row.key.user), 5)) \(row.key.day)  \(TotalsCommand.pad(grouped(n), 10)) \(TotalsCommand.pad(grouped(value), 10))   \(breakdown)")
         }
 
         // 3. A late sample and a deletion.
@@ -97,7 +97,7 @@ enum DemoCommand: Subcommand {
         let beforeSteps = Dictionary(uniqueKeysWithValues: before.map { ($0.key, $0) })
         let afterAll = Dictionary(uniqueKeysWithValues: after.map { ($0.key, $0) })
         for key in update.changedKeys.sorted() {
-            say("   \(key.user) \(key.metric.rawValue) \(key.day): \(describe(beforeSteps[key])) → \(describe(afterAll[key] ?? nil))")
+            say("   \(TerminalText.escaped(key.user)) \(key.metric.rawValue) \(key.day): \(describe(beforeSteps[key])) → \(describe(afterAll[key] ?? nil))")
         }
 
         // 4. Rebuild from the log.
@@ -153,6 +153,11 @@ enum DemoCommand: Subcommand {
         case .cumulative(let v, _)?: return grouped(v)
         case .discrete(let lo, let hi, let avg, let n)?: return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) (\(n))"
         }
+    }
+
+    /// `s` padded with spaces to `width` (never cut: a long user id stays whole).
+    static func leftAligned(_ s: String, _ width: Int) -> String {
+        s + String(repeating: " ", count: max(0, width - s.count))
     }
 
     /// 14200.4 → "14,200".

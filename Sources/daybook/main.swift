@@ -51,7 +51,7 @@ func runMain() -> Int32 {
             return ExitCode.ok
         }
         guard let c = Commands.all.first(where: { $0.name == words[1] }) else {
-            printError("daybook: '\(words[1])' is not a command; the commands are \(Commands.all.map { $0.name }.joined(separator: ", ")).\nSee 'daybook help'.")
+            printError("daybook: '\(TerminalText.escaped(words[1]))' is not a command; the commands are \(Commands.all.map { $0.name }.joined(separator: ", ")).\nSee 'daybook help'.")
             return ExitCode.usage
         }
         print(c.helpText, terminator: "")
@@ -59,7 +59,7 @@ func runMain() -> Int32 {
     }
     words.removeFirst()
     guard let command = Commands.all.first(where: { $0.name == first }) else {
-        printError("daybook: '\(first)' is not a command.\n\n" + mainHelp())
+        printError("daybook: '\(TerminalText.escaped(first))' is not a command.\n\n" + mainHelp())
         return ExitCode.usage
     }
     do {
@@ -71,7 +71,7 @@ func runMain() -> Int32 {
         return try command.run(arguments)
     } catch {
         let failure = CLIError(error)
-        printError("daybook \(command.name): \(failure.message)")
+        printError("daybook \(command.name): \(TerminalText.escaped(failure.message, keepingNewlines: true))")
         if failure.code == ExitCode.usage { printError("See 'daybook \(command.name) --help'.") }
         return failure.code
     }

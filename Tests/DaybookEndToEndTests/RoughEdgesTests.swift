@@ -183,4 +183,68 @@ import Testing
         let outside = URL(fileURLWithPath: data).deletingLastPathComponent().deletingLastPathComponent().path
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside).allSatisfy { !$0.hasPrefix("escaped") })
     }
+
+    // MARK: 5. Control characters in user strings
+
+    /// Control characters (C0 but line feed, DEL, C1) in `text`.
+    static func rawControls(_ text: String) -> [String] {
+        text.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) }.map { "U+" + String($0.value, radix: 16) }
+    }
+
+    /// A user id that retitles the window and a source that moves the cursor (C1 CSI) and
+    /// fakes a line break, as JSON escapes in the log.
+    static let hostileUser = "evil\u{1B}]0;pwned\u{07},\"x\""
+    static let hostileLines = #"""
+    {"type":"sample-added","user":"evil\u001b]0;pwned\u0007,\"x\"","sample":{"uuid":"w1\u007f","metric":"steps","source":"phone\u009b2J\r\nfake","start":"2024-03-02T09:00:00+01:00","end":"2024-03-02T09:30:00+01:00","value":3000,"unit":"count","zone":"Europe/Berlin"}}
+    {"type":"sample-added","user":"evil\u001b]0;pwned\u0007,\"x\"","sample":{"uuid":"w2","metric":"steps","source":"watch","start":"2024-03-02T09:15:00+01:00","end":"2024-03-02T10:15:00+01:00","value":5400,"unit":"count","zone":"Europe/Berlin"}}
+
+    """#
+
+    @Test func controlCharactersNeverReachTheTerminal() throws {
+        let events = try scratch.file(Self.hostileLines)
+        // JSON: escaped as JSON escapes them, DEL and C1 included.
+        let rollup = try Daybook.run(["rollup", events])
+        #expect(rollup.status == 0, "\(rollup.stderr)")
+        #expect(Self.rawControls(rollup.stdout).isEmpty, "\(Self.rawControls(rollup.stdout))")
+        #expect(rollup.stdout.contains(#""user":"evil\u001b]0;pwned\u0007,\"x\"""#), "\(rollup.stdout)")
+
+        let explain = try Daybook.run(["explain", events, "--user", Self.hostileUser, "--metric", "steps", "--day", "2024-03-02"])
+        #expect(explain.status == 0, "\(explain.stderr)")
+        #expect(Self.rawControls(explain.stdout).isEmpty, "\(Self.rawControls(explain.stdout))")
+        #expect(explain.stdout.contains(#"evil\u{1B}]0;pwned\u{7},"x" · steps"#), "\(explain.stdout)")
+        #expect(explain.stdout.contains(#"phone\u{9B}2J\u{D}\u{A}fake w1\u{7F}"#), "\(explain.stdout)")
+
+        let demo = try Daybook.run(["demo", "--events", events, "--data", scratch.newPath("demo")])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        #expect(Self.rawControls(demo.stdout).isEmpty, "\(Self.rawControls(demo.stdout))")
+        #expect(demo.stdout.contains(#"evil\u{1B}]0;pwned\u{7}"#), "\(demo.stdout)")
+
+        // Error messages: a raw ESC outside a string, and an unknown command.
+        let garbage = try Daybook.run(["rollup", try scratch.file("\u{1B}[2J and the rest is not JSON either\n")])
+        #expect(garbage.status == 65)
+        #expect(garbage.stderr.contains("line 1: malformed JSON: unexpected byte 0x1B at byte 1"), "\(garbage.stderr)")
+        #expect(Self.rawControls(garbage.stderr).isEmpty)
+        let command = try Daybook.run(["\u{1B}[2Jfake"])
+        #expect(command.status == 64)
+        #expect(command.stderr.contains(#"'\u{1B}[2Jfake' is not a command"#), "\(command.stderr)")
+        #expect(Self.rawControls(command.stderr).isEmpty)
+    }
+
+    @Test func totalsTableAndCSVEscapeControlsAndQuoteFields() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(Self.hostileLines)]).status == 0)
+        let data = scratch.newPath("data")
+        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
+        let table = try Daybook.run(["totals", "--data", data])
+        #expect(table.status == 0, "\(table.stderr)")
+        #expect(Self.rawControls(table.stdout).isEmpty, "\(Self.rawControls(table.stdout))")
+        #expect(table.stdout.contains(#"evil\u{1B}]0;pwned\u{7},"x" · steps (count)"#), "\(table.stdout)")
+        #expect(table.stdout.contains(#"watch 5400, phone\u{9B}2J\u{D}\u{A}fake"#), "\(table.stdout)")
+        let csv = try Daybook.run(["totals", "--data", data, "--format", "csv"])
+        #expect(Self.rawControls(csv.stdout).isEmpty, "\(Self.rawControls(csv.stdout))")
+        // RFC 4180: the field with a comma and quotes is quoted, its quotes doubled; one record per line.
+        #expect(csv.stdout.contains(#""evil\u{1B}]0;pwned\u{7},""x""",steps,2024-03-02,"#), "\(csv.stdout)")
+        #expect(csv.stdout.split(separator: "\n").count == 2, "\(csv.stdout)")
+    }
 }
