@@ -24,7 +24,11 @@ struct DaybookConfiguration {
             let bytes = try Files.read(path)
             let json: JSONValue
             do {
-                json = try bytes.withUnsafeBytes { try JSONParser.parse($0.bindMemory(to: UInt8.self)) }
+                json = try bytes.withUnsafeBytes { raw in
+                    let all = raw.bindMemory(to: UInt8.self)
+                    let bom = all.starts(with: Files.byteOrderMark) ? Files.byteOrderMark.count : 0
+                    return try JSONParser.parse(UnsafeBufferPointer(rebasing: all[bom...]))
+                }
             } catch let error as JSONSyntaxError {
                 throw CLIError(code: ExitCode.config, message: "\(path): not valid JSON: \(error)")
             }

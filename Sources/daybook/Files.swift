@@ -17,11 +17,15 @@ enum Files {
         }
     }
 
-    /// Calls `body(lineNumber, bytes)` for each non-blank line (1-based numbers).
+    /// The UTF-8 byte order mark some editors put at the start of a file; skipped there.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
+    /// Calls `body(lineNumber, bytes)` for each non-blank line (1-based numbers). A byte
+    /// order mark at the start of the data is skipped; anywhere else the JSON reader names it.
     static func forEachLine(_ data: Data, _ body: (Int, UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
         try data.withUnsafeBytes { raw in
             let all = raw.bindMemory(to: UInt8.self)
-            var start = 0
+            var start = all.starts(with: byteOrderMark) ? byteOrderMark.count : 0
             var number = 0
             while start < all.count {
                 let end = (UnsafeBufferPointer(rebasing: all[start...]).firstIndex(of: 10)).map { start + $0 } ?? all.count
