@@ -247,4 +247,30 @@ import Testing
         #expect(csv.stdout.contains(#""evil\u{1B}]0;pwned\u{7},""x""",steps,2024-03-02,"#), "\(csv.stdout)")
         #expect(csv.stdout.split(separator: "\n").count == 2, "\(csv.stdout)")
     }
+
+    // MARK: 6. Input strictness seen from the command line
+
+    @Test func aByteOrderMarkIsSkippedAtTheStartOfAFileAndNamedElsewhere() throws {
+        let bom = "\u{FEFF}"
+        let first = try Daybook.run(["rollup", try scratch.file(bom + Self.oneSample)])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains(#""value":3000"#))
+        let second = try Daybook.run(["rollup", try scratch.file(Self.oneSample + bom + Self.oneSample)])
+        #expect(second.status == 65)
+        #expect(second.stderr.contains("line 2: malformed JSON: unexpected byte order mark (EF BB BF): it is accepted only at the start of a file"), "\(second.stderr)")
+        let config = try scratch.file(bom + #"{"priority":{"default":["phone","watch"]}}"#, suffix: ".json")
+        #expect(try Daybook.run(["rollup", try scratch.file(Self.oneSample), "--config", config]).status == 0)
+    }
+
+    @Test func invalidUTF8AndRepeatedMembersAreReportedByLine() throws {
+        var bytes = Array(Self.oneSample.replacingOccurrences(of: "\"ana\"", with: "\"an?\"").utf8)
+        if let i = bytes.firstIndex(of: UInt8(ascii: "?")) { bytes[i] = 0xFF }
+        bytes += Array(#"{"type":"sample-deleted","user":"ana","uuid":"w1","uuid":"w2"}"#.utf8) + [10]
+        let path = scratch.path + "/mixed.jsonl"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try Daybook.run(["rollup", path])
+        #expect(r.status == 65)
+        #expect(r.stderr.contains("line 1: user: not valid UTF-8: byte 0xFF at byte 34 of the line; encode text as UTF-8"), "\(r.stderr)")
+        #expect(r.stderr.contains("line 2: uuid: appears twice in one object at byte 51 of the line"), "\(r.stderr)")
+    }
 }
