@@ -72,7 +72,7 @@ enum DemoCommand: Subcommand {
         let projected = try project(config, into: live, recordChanges: false)
         say("2. Projected them into \(live): \(projected.applied) events in \(String(format: "%.2f", projected.seconds)) s, one SQLite shard per partition.")
         var events: [Event] = []
-        Files.forEachLine(bytes) { _, line in if let e = try? EventDecoder().decode(line) { events.append(e) } }
+        try Files.forEachEvent(.bytes(bytes)) { _, _, decoded in if case .success(let e) = decoded { events.append(e) } }
         let before = try ShardReader(directory: live).totals(ShardReader.Query(metric: .steps))
         say("\n   Steps per user-day     naive sum    Daybook   (the naive sum counts the phone and the watch both)")
         let naive = naiveSums(events)

@@ -41,7 +41,7 @@ enum RollupCommand: Subcommand {
     static func load(_ path: String, into ledger: Ledger) throws -> Int {
         var accepted = 0
         var rejected = 0
-        Files.forEachEvent(try Files.read(path)) { number, _, decoded in
+        try Files.forEachEvent(try Files.input(path)) { number, _, decoded in
             switch decoded {
             case .success(let event):
                 ledger.apply(event, at: Int64(number))
