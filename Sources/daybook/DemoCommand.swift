@@ -62,7 +62,7 @@ enum DemoCommand: Subcommand {
 
         // 1. Publish.
         let bytes = try Files.read(eventsPath)
-        let first = try PublishCommand.publish(bytes, connection: config.connection, producer: config.producer, topic: "health-samples") { n, e in
+        let first = try PublishCommand.publish(.bytes(bytes), connection: config.connection, producer: config.producer, topic: "health-samples") { n, e in
             printError("line \(n): \(e)")
         }
         guard first.failedLines.isEmpty else { throw CLIError(code: ExitCode.unavailable, message: "\(first.failedLines.count) events were not delivered") }
@@ -88,7 +88,7 @@ enum DemoCommand: Subcommand {
             #"{"type":"sample-added","user":"ana","sample":{"uuid":"ana-late-walk","metric":"steps","source":"watch","start":"2024-03-27T18:00:00+01:00","end":"2024-03-27T18:40:00+01:00","value":4200,"unit":"count","zone":"Europe/Berlin"}}"#,
             #"{"type":"sample-deleted","user":"ben","uuid":"ben-flight-walk"}"#,
         ]
-        _ = try PublishCommand.publish(Data((late.joined(separator: "\n") + "\n").utf8), connection: config.connection, producer: config.producer, topic: "health-samples") { _, _ in }
+        _ = try PublishCommand.publish(.bytes(Data((late.joined(separator: "\n") + "\n").utf8)), connection: config.connection, producer: config.producer, topic: "health-samples") { _, _ in }
         for line in late { if let e = try? EventDecoder().decode(line) { events.append(e) } }
         let update = try project(config, into: live, recordChanges: true)
         let after = try ShardReader(directory: live).totals()

@@ -119,10 +119,6 @@ enum Files {
         }
     }
 
-    static func forEachEvent(_ data: Data, _ body: (Int, UnsafeBufferPointer<UInt8>, Result<Event, EventError>) throws -> Void) throws {
-        try forEachEvent(.bytes(data), body)
-    }
-
     /// Decodes every non-blank line, on all cores, calling `body` in line order with each
     /// line's number, bytes and event (or rejection). Work goes in batches so memory stays flat.
     static func forEachEvent(_ input: Input, _ body: (Int, UnsafeBufferPointer<UInt8>, Result<Event, EventError>) throws -> Void) throws {

@@ -36,7 +36,7 @@ enum PublishCommand: Subcommand {
             throw CLIError.usage("publish needs --brokers (or a --config with kafka.bootstrap.servers)")
         }
         let topic = try arguments.topic(default: "health-samples")
-        let bytes = try Files.read(path)
+        let bytes = try Files.input(path)
 
         let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic) { number, error in
             printError("line \(number): \(error)")
@@ -63,7 +63,7 @@ enum PublishCommand: Subcommand {
 
     /// Validates every line of `bytes` and publishes the valid ones keyed by user, waiting
     /// for every delivery report. `rejected(lineNumber, error)` hears each invalid line.
-    static func publish(_ bytes: Data, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
+    static func publish(_ bytes: Files.Input, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
                         rejected report: (Int, EventError) -> Void) throws -> Result {
         var r = Result()
         var published = 0
