@@ -273,4 +273,111 @@ import Testing
         #expect(r.stderr.contains("line 1: user: not valid UTF-8: byte 0xFF at byte 34 of the line; encode text as UTF-8"), "\(r.stderr)")
         #expect(r.stderr.contains("line 2: uuid: appears twice in one object at byte 51 of the line"), "\(r.stderr)")
     }
+
+    // MARK: 7. Standard input is streamed
+
+    /// `daybook ARGS` with a pipe for stdin that the test writes at its own pace, and
+    /// stdout and stderr in files (read while the process runs).
+    final class StreamingProcess {
+        let process = Process()
+        let input = Pipe()
+        let stdoutPath: String, stderrPath: String
+
+        init(_ arguments: [String], in scratch: TemporaryDirectory) throws {
+            stdoutPath = scratch.newPath("stdout")
+            stderrPath = scratch.newPath("stderr")
+            for path in [stdoutPath, stderrPath] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+            process.executableURL = Daybook.binary
+            process.arguments = arguments
+            process.standardInput = input
+            process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+            process.standardError = FileHandle(forWritingAtPath: stderrPath)
+            try process.run()
+        }
+
+        func write(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+        var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+        var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+        /// Waits up to `seconds` for `condition`; true if it came.
+        func wait(seconds: Double, until condition: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            return condition()
+        }
+
+        /// The peak resident memory so far, in KiB (Linux /proc), or nil.
+        var peakKiB: Int? {
+            guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+            return Int(line.split(separator: " ").dropFirst().first ?? "")
+        }
+
+        func finish() -> Int32 {
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    }
+
+    @Test func standardInputIsAnsweredLineByLineBeforeItEnds() throws {
+        let p = try StreamingProcess(["rollup", "-"], in: scratch)
+        p.write("not json\n")
+        // Reported while stdin is still open: the command did not wait for the end.
+        #expect(p.wait(seconds: 20) { p.stderr.contains("line 1: malformed JSON") }, "stderr: \(p.stderr)")
+        p.write("\n" + Self.oneSample)
+        #expect(p.finish() == 65)
+        #expect(p.stdout.contains(#""value":3000"#), "\(p.stdout)")
+        #expect(p.stderr.contains("1 lines accepted, 1 rejected"), "\(p.stderr)")
+    }
+
+    @Test func standardInputIsReadWithBoundedMemory() throws {
+        let p = try StreamingProcess(["rollup", "-"], in: scratch)
+        // 192 MiB of blank lines: a reader that keeps its input would hold all of it.
+        let blank = Data((String(repeating: " ", count: 1_023) + "\n").utf8)
+        let mebibyte = Data((0..<1_024).flatMap { _ in blank })
+        for _ in 0..<192 { p.input.fileHandleForWriting.write(mebibyte) }
+        Thread.sleep(forTimeInterval: 0.3)
+        let peak = try #require(p.peakKiB)
+        #expect(peak < 96 * 1_024, "peak resident memory \(peak) KiB after 192 MiB of input")
+        p.write(Self.oneSample)
+        #expect(p.finish() == 0, "\(p.stderr)")
+        #expect(p.stdout.contains(#""value":3000"#))
+    }
+
+    @Test func streamedLinesKeepTheirNumbersAcrossChunksAndMatchTheFile() throws {
+        // About 2.5 MB: several 1 MiB reads, with blank lines, CRLF endings, a bad line deep
+        // inside, and one line too long to keep.
+        let generated = try Daybook.run(["bench", "generate", "--samples", "8000", "--users", "4", "--seed", "3"])
+        var lines = generated.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count > 7_000)
+        for i in stride(from: 50, to: lines.count, by: 97) { lines[i] += "\r" }
+        for i in stride(from: 40, to: lines.count, by: 301).reversed() { lines.insert("  ", at: i) }
+        let bad = lines.count - 100
+        lines[bad] = "{oops"
+        lines.insert(String(repeating: "x", count: 1_100_000), at: 5_000)
+        let text = lines.joined(separator: "\n") + "\n"
+        let file = try scratch.file(text)
+        let fromFile = try Daybook.run(["rollup", file])
+        let fromStdin = try Daybook.run(["rollup", "-"], stdin: text)
+        #expect(fromFile.status == 65 && fromStdin.status == 65)
+        #expect(fromStdin.stdout == fromFile.stdout)
+        #expect(fromStdin.stderr == fromFile.stderr)
+        #expect(fromStdin.stderr.contains("line 5001: the line is longer than 1 MiB and was not read"), "\(fromStdin.stderr)")
+        #expect(fromStdin.stderr.contains("line \(bad + 2): malformed JSON"), "\(fromStdin.stderr)")
+        #expect(fromStdin.stderr.split(separator: "\n").count == 3, "\(fromStdin.stderr)")
+    }
+
+    @Test func tinyInputsAreReadCorrectly() throws {
+        // Inputs of a few bytes used to be decoded from memory already released.
+        for input in ["nope\n", "nope", "{}\n"] {
+            let expected = input.hasPrefix("{") ? "line 1: type: missing" : "line 1: malformed JSON: invalid literal at byte 1"
+            let stdin = try Daybook.run(["rollup", "-"], stdin: input)
+            #expect(stdin.stderr.hasPrefix(expected), "\(input.debugDescription): \(stdin.stderr)")
+            let file = try Daybook.run(["rollup", try scratch.file(input)])
+            #expect(file.stderr.hasPrefix(expected), "\(input.debugDescription): \(file.stderr)")
+        }
+    }
 }
