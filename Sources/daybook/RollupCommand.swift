@@ -15,7 +15,9 @@ enum RollupCommand: Subcommand {
       {"user":"u1","metric":"steps","day":"2024-03-02","value":7050}
       {"user":"u1","metric":"heart_rate","day":"2024-03-02","min":52,"max":141,"avg":78.5,"count":96}
     Days without data print nothing (never a zero). Rejected lines are reported on stderr
-    as 'line N: field: reason'; the other lines are still rolled up.
+    as 'line N: field: reason' as they are read; the other lines are still rolled up.
+    Standard input and pipes are streamed, so memory does not grow with the input; a line
+    longer than 1 MiB is rejected without being read.
 
     EXIT CODES: 0 every line accepted, 65 some lines rejected, 64 usage error,
     66 EVENTS missing, 78 bad configuration.
