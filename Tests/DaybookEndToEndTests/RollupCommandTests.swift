@@ -158,5 +158,21 @@ struct Daybook {
             #expect(r.status == 0, "\(config): \(r.stderr)")
         }
         #expect(try String(contentsOf: Daybook.root.appendingPathComponent("config/compose.json"), encoding: .utf8).contains("kafka:29092"))
+        // KRaft refuses to format storage unless CLUSTER_ID is a Kafka Uuid: 16 bytes in
+        // base64url without padding (22 characters; the last encodes 2 bits, so A, Q, g or w).
+        let id = try #require(compose.firstMatch(of: /CLUSTER_ID: *"?([^"\s]*)"?/)?.1, "docker-compose.yml sets no CLUSTER_ID")
+        #expect(id.wholeMatch(of: /[A-Za-z0-9_-]{21}[AQgw]/) != nil, "CLUSTER_ID \(id) is not 16 bytes in base64url (kafka-storage.sh random-uuid)")
+        #expect(!id.hasPrefix("-") && id != "AAAAAAAAAAAAAAAAAAAAAA" && id != "AAAAAAAAAAAAAAAAAAAAAQ", "CLUSTER_ID \(id) is a reserved Kafka Uuid")
+    }
+
+    /// The image builds with the toolchain the tests ran on (pin both together when upgrading).
+    @Test func dockerfileBuildsWithTheTestedToolchain() throws {
+        let dockerfile = try String(contentsOf: Daybook.root.appendingPathComponent("Dockerfile"), encoding: .utf8)
+        let tag = try #require(dockerfile.firstMatch(of: /FROM swift:(\S+) AS build/)?.1)
+        #if compiler(>=6.3.1) && !compiler(>=6.3.2)
+        #expect(tag == "6.3.1-bookworm", "the Dockerfile builds with swift:\(tag); the tests ran on 6.3.1")
+        #else
+        Issue.record("these tests ran on a toolchain other than 6.3.1: pin the Dockerfile's swift image (now \(tag)) to it, then this check")
+        #endif
     }
 }
