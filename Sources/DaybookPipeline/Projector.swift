@@ -17,7 +17,7 @@ public struct ProjectorOptions: Sendable {
     /// Take every partition directly instead of joining the group (restart without waiting
     /// for a session timeout; shard locks still keep a second projector out). Default: false.
     public var solo = false
-    /// Messages read per poll; each partition's share becomes one transaction. Default: 20000.
+    /// Messages read per poll; each partition's share becomes one transaction. Default: 100000.
     public var batchSize = 100_000
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
