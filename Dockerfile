@@ -1,5 +1,6 @@
-# Daybook on Debian 12 with the Swift 6 toolchain; librdkafka and SQLite from Debian.
-FROM swift:6.0-bookworm AS build
+# Daybook on Debian 12 with the Swift toolchain it is tested with (6.3.1); librdkafka and
+# SQLite from Debian. Tests/DaybookEndToEndTests checks this tag against the compiler.
+FROM swift:6.3.1-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends librdkafka-dev libsqlite3-dev pkg-config && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

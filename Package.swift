@@ -23,7 +23,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition).
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
-        // Kafka → core → shards: the projector, rebuilds, the dead-letter outbox.
+        // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
+        // projection into a new data directory; no separate code).
         .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog"]),
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore"]),

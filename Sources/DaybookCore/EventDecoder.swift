@@ -18,6 +18,8 @@ public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
         case implausibleValue = "implausible_value"
         case nonPositiveHeartRate = "non_positive_heart_rate"
         case emptyString = "empty_string"
+        case invalidUTF8 = "invalid_utf8"
+        case duplicateKey = "duplicate_key"
     }
 
     public var code: Code
@@ -51,7 +53,7 @@ public struct EventDecoder: Sendable {
         do {
             json = try JSONParser.parse(bytes)
         } catch {
-            throw EventError(code: .malformedJSON, field: nil, message: "malformed JSON: \(error)")
+            throw EventError(syntax: error)
         }
         return try decode(json)
     }

@@ -1,7 +1,8 @@
 /// Reads the members of an event line in one pass, without building a JSON tree.
 ///
 /// It answers only for lines of the usual shape — an object whose known members have the
-/// expected JSON types, no escapes in keys, schema absent or 1, non-empty user and uuid.
+/// expected JSON types, no escapes in keys, schema absent or 1, non-empty user and uuid,
+/// each member once, strings of valid UTF-8.
 /// For anything else it returns nil and `EventDecoder` takes the general path, which
 /// reports the exact fault; so this reader never decides that a line is invalid.
 /// Unknown members are skipped. Complexity: O(n) in the line length.
@@ -11,20 +12,22 @@ enum FastEventReader {
         var type: String?, user: String?, uuid: String?
         var sample: EventDecoder.SampleFields?
         var sawSample = false
+        var seen = Members()
         let ok = object(&r) { key, r in
             switch key {
-            case "type": type = string(&r)
-            case "user": user = string(&r)
-            case "uuid": uuid = string(&r)
+            case "type": guard seen.first(0) else { return false }; type = string(&r)
+            case "user": guard seen.first(1) else { return false }; user = string(&r)
+            case "uuid": guard seen.first(2) else { return false }; uuid = string(&r)
             case "schema":
-                guard case .number(1)? = try? r.number() else { return false }
+                guard seen.first(3), case .number(1)? = try? r.number() else { return false }
                 return true
             case "sample":
+                guard seen.first(4) else { return false }
                 sawSample = true
                 sample = readSample(&r)
                 return sample != nil
             default:
-                return skip(&r)
+                return seen.firstUnknown(key) && skip(&r)
             }
             return true
         }
@@ -47,28 +50,48 @@ enum FastEventReader {
     private static func readSample(_ r: inout JSONParser.Reader) -> EventDecoder.SampleFields? {
         var uuid: String?, metric: String?, source: String?, start: String?, end: String?, unit: String?, zone: String?
         var value: Double?
+        var seen = Members()
         let ok = object(&r) { key, r in
             switch key {
-            case "uuid": uuid = string(&r)
-            case "metric": metric = string(&r)
-            case "source": source = string(&r)
-            case "start": start = string(&r)
-            case "end": end = string(&r)
-            case "unit": unit = string(&r)
-            case "zone": zone = string(&r)
+            case "uuid": guard seen.first(0) else { return false }; uuid = string(&r)
+            case "metric": guard seen.first(1) else { return false }; metric = string(&r)
+            case "source": guard seen.first(2) else { return false }; source = string(&r)
+            case "start": guard seen.first(3) else { return false }; start = string(&r)
+            case "end": guard seen.first(4) else { return false }; end = string(&r)
+            case "unit": guard seen.first(5) else { return false }; unit = string(&r)
+            case "zone": guard seen.first(6) else { return false }; zone = string(&r)
             case "value":
-                guard r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
+                guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
                       case .number(let d)? = try? r.number() else { return false }
                 value = d
                 return true
             default:
-                return skip(&r)
+                return seen.firstUnknown(key) && skip(&r)
             }
             return true
         }
         guard ok, let uuid, let metric, let source, let start, let end, let value, let unit, let zone else { return nil }
         return EventDecoder.SampleFields(user: "", uuid: uuid, metric: metric, source: source, start: start, end: end,
                                          value: value, unit: unit, zone: zone)
+    }
+
+    /// The members of one object seen so far, to give up on a repeated one (the tree reader
+    /// then names it). Known members are bits; unknown ones, rare, go in an array.
+    private struct Members {
+        private var known: UInt16 = 0
+        private var unknown: [String] = []
+
+        /// True the first time `bit` is asked for.
+        mutating func first(_ bit: Int) -> Bool {
+            defer { known |= 1 << bit }
+            return known & (1 << bit) == 0
+        }
+
+        mutating func firstUnknown(_ key: String) -> Bool {
+            if unknown.contains(key) { return false }
+            unknown.append(key)
+            return true
+        }
     }
 
     /// Walks an object's members, calling `member(key, &reader)` positioned at each value;

@@ -4,7 +4,8 @@ import Glibc
 import Darwin
 #endif
 
-/// A parsed JSON value. Objects keep their members in order; a repeated key keeps the last.
+/// A parsed JSON value. An object's members are unordered and unique: the parser refuses a
+/// repeated key, since readers disagree on which occurrence counts.
 ///
 /// `nonFinite` holds a number token that is not a finite double (`NaN`, `Infinity`,
 /// `1e999`) so that validation can name the offending text instead of rejecting the line
@@ -39,8 +40,21 @@ public enum JSONValue: Equatable, Sendable {
 
 /// Why a text is not JSON, with the byte offset where reading stopped.
 public struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// Not JSON text.
+        case syntax
+        /// A string (or member name) that is not valid UTF-8.
+        case invalidUTF8
+        /// An object with the same member name twice.
+        case duplicateKey
+    }
+
     public var offset: Int
     public var reason: String
+    public var kind: Kind = .syntax
+    /// Where in the value the fault is, as a member path (`sample.source`, `a[2].b`); nil
+    /// at the top level.
+    public var path: String? = nil
     public var description: String { "\(reason) at byte \(offset + 1)" }
 }
 
@@ -65,10 +79,26 @@ public struct JSONParser {
     struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
+        /// The member names and array indices leading to the value being read.
+        var path: [String] = []
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-        func fail(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(offset: i, reason: reason) }
+        func fail(_ reason: String, _ kind: JSONSyntaxError.Kind = .syntax, at offset: Int? = nil) -> JSONSyntaxError {
+            JSONSyntaxError(offset: offset ?? i, reason: reason, kind: kind, path: pathText)
+        }
+
+        var pathText: String? {
+            guard !path.isEmpty else { return nil }
+            return path.reduce("") { $0.isEmpty || $1.hasPrefix("[") ? $0 + $1 : $0 + "." + $1 }
+        }
+
+        /// A byte for an error message: `character 'x'` when printable ASCII, else `byte 0x1B`
+        /// (never the raw byte, which could be a terminal control or half a character).
+        static func describe(_ byte: UInt8) -> String {
+            (0x21...0x7E).contains(byte) ? "character '\(Character(Unicode.Scalar(byte)))'"
+                : "byte 0x" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+        }
 
         @inline(__always) mutating func skipSpace() {
             while i < bytes.count {
@@ -91,7 +121,9 @@ public struct JSONParser {
             case 78: try literal("NaN"); return .nonFinite("NaN")
             case 73: try literal("Infinity"); return .nonFinite("Infinity")
             case 45, 48...57: return try number()
-            default: throw fail("unexpected character '\(Character(Unicode.Scalar(bytes[i])))'")
+            case 0xEF where i + 2 < bytes.count && bytes[i + 1] == 0xBB && bytes[i + 2] == 0xBF:
+                throw fail("unexpected byte order mark (EF BB BF): it is accepted only at the start of a file")
+            default: throw fail("unexpected \(Reader.describe(bytes[i]))")
             }
         }
 
@@ -110,12 +142,18 @@ public struct JSONParser {
             while true {
                 skipSpace()
                 guard i < bytes.count, bytes[i] == 34 else { throw fail("expected a string key") }
-                let key = try string()
+                let keyOffset = i
+                let key = try string(isKey: true)
+                path.append(key)
+                guard members[key] == nil else {
+                    throw fail("appears twice in one object", .duplicateKey, at: keyOffset)
+                }
                 skipSpace()
-                guard i < bytes.count, bytes[i] == 58 else { throw fail("expected ':' after key \"\(key)\"") }
+                guard i < bytes.count, bytes[i] == 58 else { throw fail("expected ':' after key \(JSONWriter.quoted(key))") }
                 i += 1
                 skipSpace()
                 members[key] = try value(depth: depth + 1)
+                path.removeLast()
                 skipSpace()
                 guard i < bytes.count else { throw fail("unexpected end of input in an object") }
                 if bytes[i] == 44 { i += 1; continue }
@@ -131,7 +169,9 @@ public struct JSONParser {
             if i < bytes.count, bytes[i] == 93 { i += 1; return .array(items) }
             while true {
                 skipSpace()
+                path.append("[\(items.count)]")
                 items.append(try value(depth: depth + 1))
+                path.removeLast()
                 skipSpace()
                 guard i < bytes.count else { throw fail("unexpected end of input in an array") }
                 if bytes[i] == 44 { i += 1; continue }
@@ -140,26 +180,38 @@ public struct JSONParser {
             }
         }
 
-        mutating func string() throws(JSONSyntaxError) -> String {
+        /// A string value or member name; refuses one that is not valid UTF-8 instead of
+        /// repairing it (two different byte strings must never become one user id).
+        mutating func string(isKey: Bool = false) throws(JSONSyntaxError) -> String {
             i += 1
             let start = i
+            var ascii = true
             // Fast path: no escapes.
             while i < bytes.count {
                 let c = bytes[i]
                 if c == 34 {
+                    if !ascii { try validateUTF8(start..<i, isKey: isKey) }
                     let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
                     i += 1
                     return s
                 }
                 if c == 92 { break }
                 if c < 0x20 { throw fail("control character in a string") }
+                if c >= 0x80 { ascii = false }
                 i += 1
             }
             var out = Array(bytes[start..<i])
             while i < bytes.count {
                 let c = bytes[i]
-                if c == 34 { i += 1; return String(decoding: out, as: UTF8.self) }
+                if c == 34 {
+                    // Escapes are ASCII and decode to whole characters, so the raw text is
+                    // valid UTF-8 exactly when the decoded one is; checking it finds the byte.
+                    if !ascii { try validateUTF8(start..<i, isKey: isKey) }
+                    i += 1
+                    return String(decoding: out, as: UTF8.self)
+                }
                 if c < 0x20 { throw fail("control character in a string") }
+                if c >= 0x80 { ascii = false }
                 if c != 92 { out.append(c); i += 1; continue }
                 i += 1
                 guard i < bytes.count else { break }
@@ -185,10 +237,41 @@ public struct JSONParser {
                     }
                     guard let u = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
                     out.append(contentsOf: String(Character(u)).utf8)
-                default: throw fail("invalid escape '\\\(Character(Unicode.Scalar(e)))'")
+                default: throw fail("invalid escape: backslash then \(Reader.describe(e))")
                 }
             }
             throw fail("unterminated string")
+        }
+
+        /// Throws `.invalidUTF8` at the first byte of `range` that is not well-formed UTF-8
+        /// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+        func validateUTF8(_ range: Range<Int>, isKey: Bool) throws(JSONSyntaxError) {
+            var k = range.lowerBound
+            while k < range.upperBound {
+                let b = bytes[k]
+                if b < 0x80 { k += 1; continue }
+                let length: Int
+                var low: UInt8 = 0x80, high: UInt8 = 0xBF
+                switch b {
+                case 0xC2...0xDF: length = 2
+                case 0xE0: length = 3; low = 0xA0
+                case 0xE1...0xEC, 0xEE...0xEF: length = 3
+                case 0xED: length = 3; high = 0x9F
+                case 0xF0: length = 4; low = 0x90
+                case 0xF1...0xF3: length = 4
+                case 0xF4: length = 4; high = 0x8F
+                default: length = 0
+                }
+                var ok = length > 0 && k + length <= range.upperBound
+                if ok {
+                    ok = (low...high).contains(bytes[k + 1])
+                    for n in 2..<max(2, length) where ok { ok = (0x80...0xBF).contains(bytes[k + n]) }
+                }
+                guard ok else {
+                    throw fail((isKey ? "a member name is " : "") + "not valid UTF-8: \(Reader.describe(b))", .invalidUTF8, at: k)
+                }
+                k += length
+            }
         }
 
         mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
@@ -274,7 +357,9 @@ public enum JSONWriter {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20:
+            case _ where u.value < 0x20 || (0x7F...0x9F).contains(u.value):
+                // C0 must be escaped (RFC 8259); DEL and C1 are too, so that no control
+                // character reaches a terminal that shows the JSON.
                 let h = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
             default: out.unicodeScalars.append(u)

@@ -49,9 +49,13 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
 extension SourcePriority {
     /// Reads the `priority` member of a configuration object:
     /// `{"priority":{"default":["watch","phone","manual"],"steps":["watch","phone"]}}`.
-    /// A missing `priority` or `default` falls back to the built-in order.
+    /// A missing `priority` or `default` falls back to the built-in order; a configuration
+    /// that is not an object is refused (it cannot say anything, so it is a mistake).
     public init(configuration json: JSONValue) throws(ConfigurationError) {
         self = .builtIn
+        guard case .object = json else {
+            throw ConfigurationError(field: "(top level)", message: "must be a JSON object, got \(json.summary)")
+        }
         guard let section = json["priority"] else { return }
         guard case .object(let members) = section else {
             throw ConfigurationError(field: "priority", message: "must be an object of source lists, got \(section.summary)")

@@ -28,13 +28,23 @@ public struct ZoneRules: Sendable {
     /// The rules for an IANA identifier such as `Europe/Berlin`; nil when it is not one.
     public static func named(_ identifier: String) -> ZoneRules? {
         if let hit = cache.withLock({ $0[identifier] }) { return hit }
-        // Area/Location names (including aliases such as Asia/Kolkata that Foundation resolves
-        // but does not list) or a listed name; not ad-hoc offsets such as "GMT+5".
-        guard known.contains(identifier) || identifier.contains("/"),
-              let tz = TimeZone(identifier: identifier) else { return nil }
+        guard let tz = TimeZone(identifier: identifier), isZoneName(identifier, of: tz) else { return nil }
         let rules = build(identifier: identifier, tz)
         cache.withLock { $0[identifier] = rules }
         return rules
+    }
+
+    /// True when `identifier` names a tz database zone, not an offset Foundation made up.
+    ///
+    /// Foundation lists only canonical Area/Location zones, but resolves their aliases
+    /// (Asia/Calcutta) and the database's other names (EST5EDT, CST6CDT, Etc/GMT+5, CET),
+    /// which keep their identifier. It also turns ad-hoc offsets such as "GMT+5" or
+    /// "UTC-0330" into zones; those are not zone names and are refused.
+    static func isZoneName(_ identifier: String, of tz: TimeZone) -> Bool {
+        if known.contains(identifier) || identifier.contains("/") { return true }
+        guard tz.identifier == identifier else { return false }
+        let offsetForm = ["GMT+", "GMT-", "UTC+", "UTC-"].contains { identifier.hasPrefix($0) }
+        return !offsetForm
     }
 
     private static func build(identifier: String, _ tz: TimeZone) -> ZoneRules {

@@ -31,7 +31,7 @@ public struct Logger: Sendable {
         guard level >= self.level else { return }
         var all = self.metadata
         for (k, v) in metadata() { all[k] = v }
-        handler.log(LogRecord(level: level, label: label, message: message(), metadata: all))
+        handler.log(LogRecord(level: level, label: label, message: message(), metadata: all, timestamp: Date()))
     }
 
     public func debug(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [String: String] = [:]) { log(.debug, m(), md()) }
@@ -54,11 +54,34 @@ public struct LogRecord: Sendable {
     public var label: String
     public var message: String
     public var metadata: [String: String]
+    /// When the event was logged.
+    public var timestamp: Date
 
-    /// `2026-11-30T07:00:00Z warning kafka: message key=value`
+    public init(level: Logger.Level, label: String, message: String, metadata: [String: String] = [:], timestamp: Date = Date()) {
+        self.level = level
+        self.label = label
+        self.message = message
+        self.metadata = metadata
+        self.timestamp = timestamp
+    }
+
+    /// `2026-11-30T07:00:00.250Z warning kafka: message key=value` (UTC, milliseconds;
+    /// metadata sorted by key).
     public var line: String {
         let md = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return "\(level) \(label): \(message)" + (md.isEmpty ? "" : " " + md)
+        return "\(LogRecord.format(timestamp)) \(level) \(label): \(message)" + (md.isEmpty ? "" : " " + md)
+    }
+
+    /// RFC 3339 in UTC with milliseconds, without Foundation's date formatters (not Sendable).
+    static func format(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        let whole = t.rounded(.down)
+        var seconds = time_t(whole)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let ms = min(999, Int(((t - whole) * 1_000).rounded()))
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), ms)
     }
 }
 
@@ -67,7 +90,7 @@ public protocol LogHandler: Sendable {
     func log(_ record: LogRecord)
 }
 
-/// Writes one line per record to standard error.
+/// Writes one line per record to standard error, as `LogRecord.line` (timestamp first).
 public struct StderrLogHandler: LogHandler {
     public init() {}
     public func log(_ record: LogRecord) {

@@ -70,6 +70,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
     }
     public var kind: Kind
     public var message: String
+    /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
+    public var shardKind: Shard.ShardError.Kind? = nil
     public var description: String { message }
 }
 
@@ -435,7 +437,7 @@ public final class Projector: RebalanceHandler {
             let advice = e.isStorageFault ? " Fix the storage (space, permissions), then restart: no offset moved past an unapplied event." : ""
             return ProjectorError(kind: .storage, message: "\(e)\(advice)")
         }
-        if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message) }
+        if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message, shardKind: e.kind) }
         if let e = error as? KafkaError { return ProjectorError(kind: .kafka, message: "\(e)") }
         return ProjectorError(kind: .storage, message: "\(error)")
     }

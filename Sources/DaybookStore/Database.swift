@@ -17,6 +17,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
             || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM
     }
 
+    /// The file is not an SQLite database, or is damaged: no retry helps; move it away.
+    public var isCorrupt: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
+
     /// Another connection holds the lock past the busy timeout: retrying later can succeed.
     public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
 

@@ -63,6 +63,9 @@ public final class Shard {
             try read.bind(1, topic)
             try read.bind(2, Int(partition))
             if try read.step() { nextOffset = read.int64(0) }
+        } catch let error as DatabaseError where error.isCorrupt {
+            close(lockDescriptor)
+            throw ShardError(.notAShard, "\(path) is not a Daybook shard (\(error.message)). Move it away and restart: a missing shard is rebuilt from the log.")
         } catch {
             close(lockDescriptor)
             throw error
@@ -73,20 +76,39 @@ public final class Shard {
         if lockDescriptor >= 0 { close(lockDescriptor) }
     }
 
-    /// Why a shard cannot be used.
+    /// Why a shard cannot be used; the kind says what would fix it.
     public struct ShardError: Error, CustomStringConvertible {
+        public enum Kind: Sendable {
+            /// Another process holds the shard: stop it, or wait and retry.
+            case locked
+            /// The shard was built under another source priority: rebuild into a new directory.
+            case priorityMismatch
+            /// The file is not a Daybook shard (not SQLite, damaged, or foreign): move it away.
+            case notAShard
+            /// The data directory is missing or is not a directory.
+            case missingDirectory
+            /// A file could not be created or opened (permissions, space).
+            case storage
+        }
+
+        public var kind: Kind
         public var message: String
         public var description: String { message }
+
+        public init(_ kind: Kind, _ message: String) {
+            self.kind = kind
+            self.message = message
+        }
     }
 
     private static func lock(_ path: String, timeout: Duration) throws -> Int32 {
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ShardError(message: "\(path): cannot open lock file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ShardError(.storage, "\(path): cannot open lock file: \(String(cString: strerror(errno)))") }
         let deadline = ContinuousClock.now + timeout
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK, ContinuousClock.now < deadline else {
                 close(fd)
-                throw ShardError(message: "\(path): another projector holds this shard (waited \(timeout)); stop it or use another --data directory")
+                throw ShardError(.locked, "\(path): another projector holds this shard (waited \(timeout)); stop it or use another --data directory")
             }
             usleep(50_000)
         }
@@ -98,7 +120,7 @@ public final class Shard {
         if try read.step() {
             let stored = read.text(0)
             guard stored == fingerprint else {
-                throw ShardError(message: "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild it: project into a new --data directory (or delete this one).")
+                throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild it: project into a new --data directory (or delete this one).")
             }
             return
         }
@@ -138,7 +160,7 @@ public final class Shard {
         let samples = try database.statement("SELECT user, uuid, metric, source, start_ns, end_ns, value, zone, seq FROM samples ORDER BY seq")
         while try samples.step() {
             guard let metric = Metric(rawValue: samples.text(2)) else {
-                throw ShardError(message: "\(path): a stored sample has unknown metric \(samples.text(2))")
+                throw ShardError(.notAShard, "\(path): a stored sample has unknown metric \(samples.text(2))")
             }
             let sample = Sample(user: samples.text(0), uuid: samples.text(1), metric: metric, source: samples.text(3),
                                 start: Instant(nanoseconds: samples.int64(4)), end: Instant(nanoseconds: samples.int64(5)),

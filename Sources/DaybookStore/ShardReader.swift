@@ -9,10 +9,41 @@ public struct ShardReader {
 
     /// The shard files in the directory, sorted.
     public func shardPaths() throws -> [String] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw Shard.ShardError(.missingDirectory, "\(directory): no such data directory")
+        }
+        guard isDirectory.boolValue else {
+            throw Shard.ShardError(.missingDirectory, "\(directory): not a directory; give the --data directory the projector writes")
+        }
+        guard let dir = opendir(directory) else {
+            throw Shard.ShardError(.storage, "\(directory): cannot list the data directory: \(String(cString: strerror(errno)))")
+        }
+        closedir(dir)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
-            throw Shard.ShardError(message: "\(directory): no such data directory")
+            throw Shard.ShardError(.storage, "\(directory): cannot list the data directory")
         }
         return names.filter { $0.hasSuffix(".sqlite") }.sorted().map { directory + "/" + $0 }
+    }
+
+    /// Opens `path` read-only, refusing a file that is not a shard (not SQLite, damaged,
+    /// or a database without the shard's tables) with a `ShardError` that names it.
+    /// Returns nil for a database with no tables at all: a shard a projector is creating
+    /// right now (its first transaction not committed yet), which holds no rows.
+    private func open(_ path: String) throws -> Database? {
+        let advice = "Move it out of \(directory) (the projector rebuilds a missing shard from the log)."
+        do {
+            let db = try Database(path: path, readOnly: true)
+            let any = try db.statement("SELECT count(*) FROM sqlite_master")
+            if try any.step(), any.int64(0) == 0 { return nil }
+            let tables = try db.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('totals', 'total_sources', 'progress', 'dead_letters')")
+            guard try tables.step(), tables.int64(0) == 4 else {
+                throw Shard.ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite file without the shard's tables). \(advice)")
+            }
+            return db
+        } catch let error as DatabaseError where error.isCorrupt {
+            throw Shard.ShardError(.notAShard, "\(path) is not a Daybook shard (\(error.message)). \(advice)")
+        }
     }
 
     /// A filter on the rows.
@@ -33,7 +64,7 @@ public struct ShardReader {
     public func totals(_ query: Query = Query()) throws -> [DayTotal] {
         var out: [DayTotal] = []
         for path in try shardPaths() {
-            let db = try Database(path: path, readOnly: true)
+            guard let db = try open(path) else { continue }
             var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
             var binds: [String] = []
             if let u = query.user { sql += " AND user = ?"; binds.append(u) }
@@ -66,7 +97,7 @@ public struct ShardReader {
     public func progress() throws -> [(path: String, topic: String, partition: Int32, nextOffset: Int64, deadLetters: Int)] {
         var out: [(String, String, Int32, Int64, Int)] = []
         for path in try shardPaths() {
-            let db = try Database(path: path, readOnly: true)
+            guard let db = try open(path) else { continue }
             let p = try db.statement("SELECT topic, partition, next_offset FROM progress")
             let d = try db.statement("SELECT count(*) FROM dead_letters")
             let letters = try d.step() ? Int(d.int64(0)) : 0

@@ -1,3 +1,6 @@
+import DaybookCore
+import DaybookKafka
+
 /// One option a command accepts, for parsing and for `--help`.
 struct OptionSpec {
     var name: String
@@ -15,11 +18,20 @@ struct ParsedArguments {
     func value(_ name: String) -> String? { values[name]?.last }
     func has(_ flag: String) -> Bool { flags.contains(flag) }
 
+    /// The `--topic` value, checked against Kafka's rule for topic names, or `fallback`.
+    func topic(default fallback: String) throws -> String {
+        guard let name = value("--topic") else { return fallback }
+        if let problem = TopicName.problem(name) {
+            throw CLIError.usage("--topic \(JSONWriter.quoted(name)) is not a Kafka topic name: it \(problem)")
+        }
+        return name
+    }
+
     /// The option's value as an integer within `range`, or `fallback` when absent.
     func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = value(name) else { return fallback }
         guard let n = Int(text), range.contains(n) else {
-            throw CLIError.usage("\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+            throw CLIError.usage("\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(TerminalText.escaped(text))'")
         }
         return n
     }

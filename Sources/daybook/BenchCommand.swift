@@ -19,6 +19,8 @@ enum BenchCommand: Subcommand {
     walks, manual entries, per-minute heart rate, a few travellers and DST weekends) and
     times, on one thread: decoding and validating the JSON lines, applying the events to
     the ledger, and resolving every (user, metric, day) total. Prints figures; asserts nothing.
+
+    EXIT CODES: 0 done; 64 usage.
     """
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {

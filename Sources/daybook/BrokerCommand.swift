@@ -22,6 +22,9 @@ enum BrokerCommand: Subcommand {
     sets — use more partitions and compression (publish uses lz4) for big logs; topic
     configs such as retention are ignored. For production, use docker-compose.yml.
 
+    EXIT CODES: 0 stopped by SIGINT/SIGTERM; 64 usage; 66 --topics DIR missing; 69 the
+    broker could not start; 74 --bootstrap-file cannot be written; 78 bad topic definitions.
+
     EXAMPLE:
       rm -f /tmp/bootstrap; daybook broker --partitions 16 --bootstrap-file /tmp/bootstrap &
       while [ ! -s /tmp/bootstrap ]; do sleep 0.1; done   # written (renamed into place) once ready
@@ -48,7 +51,7 @@ enum BrokerCommand: Subcommand {
                 try broker.bootstrapServers.write(toFile: temporary, atomically: false, encoding: .utf8)
                 _ = rename(temporary, file)
             } catch {
-                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address (\(error.localizedDescription))")
+                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address: \(SystemError.reason(error))")
             }
         }
         var out = OutputBuffer()
@@ -65,6 +68,11 @@ enum BrokerCommand: Subcommand {
     static func topicDefinitions(_ dir: String?) throws -> [TopicDefinition] {
         let path = dir ?? "topics"
         guard dir != nil || FileManager.default.fileExists(atPath: path) else { return TopicDefinition.builtIn }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CLIError(code: ExitCode.noInput, message: "\(path): no such topics directory")
+        }
+        guard isDirectory.boolValue else { throw CLIError(code: ExitCode.noInput, message: "\(path): not a directory of topic definitions") }
         do {
             return try TopicDefinition.load(directory: path)
         } catch {

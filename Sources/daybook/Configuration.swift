@@ -9,20 +9,38 @@ struct DaybookConfiguration {
     var producer = ProducerConfiguration()
     var consumer = ConsumerConfiguration()
 
+    /// The members a configuration file may have at its top level.
+    static let sections = ["priority", "kafka"]
+
     /// Reads `path` (or returns the defaults for nil). `brokers` overrides bootstrap.servers.
-    static func load(_ path: String?, brokers: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> DaybookConfiguration {
+    ///
+    /// Every member is checked, Kafka's too, so a typo fails here instead of leaving a
+    /// default in force. Only commands that talk to Kafka pass `resolvingSecrets`: the
+    /// others must not need the environment variables that `kafka.secrets` names.
+    static func load(_ path: String?, brokers: String? = nil, resolvingSecrets: Bool = true,
+                     environment: [String: String] = ProcessInfo.processInfo.environment) throws -> DaybookConfiguration {
         var config = DaybookConfiguration()
         if let path {
             let bytes = try Files.read(path)
             let json: JSONValue
             do {
-                json = try bytes.withUnsafeBytes { try JSONParser.parse($0.bindMemory(to: UInt8.self)) }
+                json = try bytes.withUnsafeBytes { raw in
+                    let all = raw.bindMemory(to: UInt8.self)
+                    let bom = all.starts(with: Files.byteOrderMark) ? Files.byteOrderMark.count : 0
+                    return try JSONParser.parse(UnsafeBufferPointer(rebasing: all[bom...]))
+                }
             } catch let error as JSONSyntaxError {
                 throw CLIError(code: ExitCode.config, message: "\(path): not valid JSON: \(error)")
             }
             do {
+                guard case .object(let members) = json else {
+                    throw ConfigurationError(field: "(top level)", message: "must be a JSON object with the members \(sections.joined(separator: ", ")), got \(json.summary)")
+                }
+                for key in members.keys.sorted() where !sections.contains(key) {
+                    throw ConfigurationError(field: key, message: "unknown setting; use \(sections.joined(separator: ", "))")
+                }
                 config.priority = try SourcePriority(configuration: json)
-                if let kafka = json["kafka"] { try config.readKafka(kafka, environment: environment) }
+                if let kafka = json["kafka"] { try config.readKafka(kafka, environment: resolvingSecrets ? environment : nil) }
             } catch let error as ConfigurationError {
                 throw CLIError(code: ExitCode.config, message: "\(path): \(error)")
             }
@@ -31,7 +49,9 @@ struct DaybookConfiguration {
         return config
     }
 
-    private mutating func readKafka(_ kafka: JSONValue, environment: [String: String]) throws {
+    /// Reads the `kafka` section; with a nil `environment` the secrets' variable names are
+    /// checked but not looked up.
+    private mutating func readKafka(_ kafka: JSONValue, environment: [String: String]?) throws {
         guard case .object(let members) = kafka else { throw ConfigurationError(field: "kafka", message: "must be an object") }
         for (key, value) in members {
             let path = "kafka.\(key)"
@@ -48,6 +68,7 @@ struct DaybookConfiguration {
             case "secrets":
                 for (k, v) in try object(value, path) {
                     let variable = try string(v, "\(path).\(k)")
+                    guard let environment else { continue }
                     guard let secret = environment[variable], !secret.isEmpty else {
                         throw ConfigurationError(field: "\(path).\(k)", message: "environment variable \(variable) is not set")
                     }

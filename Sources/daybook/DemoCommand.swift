@@ -23,6 +23,11 @@ enum DemoCommand: Subcommand {
     sample and a deletion arrive and only the affected days are recomputed. Finally the
     projection is rebuilt from the log into a fresh directory and compared with the live
     one and with 'daybook rollup' of the same log.
+
+    EXIT CODES: 0 the rebuilt projection equals the live one and the rollup; 70 they
+    differ (a bug); 64 usage (or --data already used); 66 --events missing; 69 the
+    embedded broker failed or events were not delivered; 74 storage failure; 78 bad
+    configuration.
     """
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
@@ -32,7 +37,8 @@ enum DemoCommand: Subcommand {
             throw CLIError(code: ExitCode.noInput, message: "\(eventsPath): no such file (run the demo from the repository root, or pass --events FILE)")
         }
         let configPath = arguments.value("--config") ?? (FileManager.default.fileExists(atPath: "config/daybook.json") ? "config/daybook.json" : nil)
-        var config = try DaybookConfiguration.load(configPath)
+        // The demo talks only to its embedded broker, so the file's secrets are not needed.
+        var config = try DaybookConfiguration.load(configPath, resolvingSecrets: false)
         let root = arguments.value("--data") ?? FileManager.default.temporaryDirectory.appendingPathComponent("daybook-demo-\(getpid())").path
         let live = root + "/live", rebuilt = root + "/rebuild"
         for dir in [live, rebuilt] where FileManager.default.fileExists(atPath: dir) {
@@ -56,7 +62,7 @@ enum DemoCommand: Subcommand {
 
         // 1. Publish.
         let bytes = try Files.read(eventsPath)
-        let first = try PublishCommand.publish(bytes, connection: config.connection, producer: config.producer, topic: "health-samples") { n, e in
+        let first = try PublishCommand.publish(.bytes(bytes), connection: config.connection, producer: config.producer, topic: "health-samples") { n, e in
             printError("line \(n): \(e)")
         }
         guard first.failedLines.isEmpty else { throw CLIError(code: ExitCode.unavailable, message: "\(first.failedLines.count) events were not delivered") }
@@ -66,15 +72,15 @@ enum DemoCommand: Subcommand {
         let projected = try project(config, into: live, recordChanges: false)
         say("2. Projected them into \(live): \(projected.applied) events in \(String(format: "%.2f", projected.seconds)) s, one SQLite shard per partition.")
         var events: [Event] = []
-        Files.forEachLine(bytes) { _, line in if let e = try? EventDecoder().decode(line) { events.append(e) } }
+        try Files.forEachEvent(.bytes(bytes)) { _, _, decoded in if case .success(let e) = decoded { events.append(e) } }
         let before = try ShardReader(directory: live).totals(ShardReader.Query(metric: .steps))
         say("\n   Steps per user-day     naive sum    Daybook   (the naive sum counts the phone and the watch both)")
         let naive = naiveSums(events)
         for row in before {
             guard case .cumulative(let value, let shares) = row.summary else { continue }
             let n = naive[row.key] ?? 0
-            let breakdown = shares.map { "\($0.source) \(grouped($0.value))" }.joined(separator: ", ")
-            say("   \(row.key.user.padding(toLength: 5, withPad: " ", startingAt: 0)) \(row.key.day)  \(TotalsCommand.pad(grouped(n), 10)) \(TotalsCommand.pad(grouped(value), 10))   \(breakdown)")
+            let breakdown = shares.map { "\(TerminalText.escaped($0.source)) \(grouped($0.value))" }.joined(separator: ", ")
+            say("   \(leftAligned(TerminalText.escaped(row.key.user), 5)) \(row.key.day)  \(TotalsCommand.pad(grouped(n), 10)) \(TotalsCommand.pad(grouped(value), 10))   \(breakdown)")
         }
 
         // 3. A late sample and a deletion.
@@ -82,7 +88,7 @@ enum DemoCommand: Subcommand {
             #"{"type":"sample-added","user":"ana","sample":{"uuid":"ana-late-walk","metric":"steps","source":"watch","start":"2024-03-27T18:00:00+01:00","end":"2024-03-27T18:40:00+01:00","value":4200,"unit":"count","zone":"Europe/Berlin"}}"#,
             #"{"type":"sample-deleted","user":"ben","uuid":"ben-flight-walk"}"#,
         ]
-        _ = try PublishCommand.publish(Data((late.joined(separator: "\n") + "\n").utf8), connection: config.connection, producer: config.producer, topic: "health-samples") { _, _ in }
+        _ = try PublishCommand.publish(.bytes(Data((late.joined(separator: "\n") + "\n").utf8)), connection: config.connection, producer: config.producer, topic: "health-samples") { _, _ in }
         for line in late { if let e = try? EventDecoder().decode(line) { events.append(e) } }
         let update = try project(config, into: live, recordChanges: true)
         let after = try ShardReader(directory: live).totals()
@@ -91,7 +97,7 @@ enum DemoCommand: Subcommand {
         let beforeSteps = Dictionary(uniqueKeysWithValues: before.map { ($0.key, $0) })
         let afterAll = Dictionary(uniqueKeysWithValues: after.map { ($0.key, $0) })
         for key in update.changedKeys.sorted() {
-            say("   \(key.user) \(key.metric.rawValue) \(key.day): \(describe(beforeSteps[key])) → \(describe(afterAll[key] ?? nil))")
+            say("   \(TerminalText.escaped(key.user)) \(key.metric.rawValue) \(key.day): \(describe(beforeSteps[key])) → \(describe(afterAll[key] ?? nil))")
         }
 
         // 4. Rebuild from the log.
@@ -117,7 +123,8 @@ enum DemoCommand: Subcommand {
             projector.recordChangedKeys = recordChanges
             return try projector.run(shouldStop: { Shutdown.isRequested }) { _ in }
         } catch {
-            throw CLIError(code: ExitCode.software, message: "projector: \(error)")
+            let failure = CLIError(error)
+            throw CLIError(code: failure.code, message: "projector: \(failure.message)")
         }
     }
 
@@ -146,6 +153,11 @@ enum DemoCommand: Subcommand {
         case .cumulative(let v, _)?: return grouped(v)
         case .discrete(let lo, let hi, let avg, let n)?: return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) (\(n))"
         }
+    }
+
+    /// `s` padded with spaces to `width` (never cut: a long user id stays whole).
+    static func leftAligned(_ s: String, _ width: Int) -> String {
+        s + String(repeating: " ", count: max(0, width - s.count))
     }
 
     /// 14200.4 → "14,200".

@@ -17,6 +17,9 @@ enum ExplainCommand: Subcommand {
     (value × stretch / sample length); then instantaneous samples and whether they
     counted; then the day's total, which equals the one 'daybook rollup' prints.
 
+    EXIT CODES: 0 every line accepted; 65 some lines rejected (the others are explained);
+    64 usage; 66 EVENTS missing or unreadable; 78 bad configuration.
+
     EXAMPLE:
       daybook explain examples/week.jsonl --user ana --metric steps --day 2024-03-30
     """
@@ -28,16 +31,17 @@ enum ExplainCommand: Subcommand {
         guard let user = arguments.value("--user") else { throw CLIError.usage("explain needs --user") }
         guard let metricName = arguments.value("--metric") else { throw CLIError.usage("explain needs --metric") }
         guard let metric = Metric(rawValue: metricName) else {
-            throw CLIError.usage("--metric '\(metricName)' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw CLIError.usage("--metric '\(TerminalText.escaped(metricName))' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let dayText = arguments.value("--day") else { throw CLIError.usage("explain needs --day") }
-        guard let day = CivilDay(dayText) else { throw CLIError.usage("--day '\(dayText)' is not a date (YYYY-MM-DD)") }
+        guard let day = CivilDay(dayText) else { throw CLIError.usage("--day '\(TerminalText.escaped(dayText))' is not a date (YYYY-MM-DD)") }
 
-        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config")).priority)
+        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false).priority)
         let rejected = try RollupCommand.load(path, into: ledger)
         let e = ledger.explain(DayKey(user: user, metric: metric, day: day))
         var out = OutputBuffer()
-        out.line("\(user) · \(metric.rawValue) · \(day)")
+        func shown(_ s: String) -> String { TerminalText.escaped(s) }
+        out.line("\(shown(user)) · \(metric.rawValue) · \(day)")
         if !metric.isCumulative {
             out.line("heart rate is not deduplicated: every sample starting on the day counts.")
         }
@@ -45,24 +49,24 @@ enum ExplainCommand: Subcommand {
             let from = p.start.format(offsetSeconds: p.offsetSeconds)
             let to = p.end.format(offsetSeconds: p.offsetSeconds)
             let share = DayTotal.format(p.contribution)
-            out.line("  \(from) → \(to)  won by \(p.winner.source) \(p.winner.uuid) (\(DayTotal.format(p.winner.value)) over \(p.winner.start)–\(p.winner.end)) → +\(share)")
+            out.line("  \(from) → \(to)  won by \(shown(p.winner.source)) \(shown(p.winner.uuid)) (\(DayTotal.format(p.winner.value)) over \(p.winner.start)–\(p.winner.end)) → +\(share)")
             for b in p.beaten {
-                out.line("      beat \(b.source) \(b.uuid) (\(DayTotal.format(b.value)) over \(b.start)–\(b.end))")
+                out.line("      beat \(shown(b.source)) \(shown(b.uuid)) (\(DayTotal.format(b.value)) over \(b.start)–\(b.end))")
             }
         }
         for p in e.points {
             let at = p.sample.start.format(offsetSeconds: p.offsetSeconds)
             if let s = p.shadowedBy {
-                out.line("  \(at)  instant \(p.sample.source) \(p.sample.uuid) \(DayTotal.format(p.sample.value)) → not counted, outranked by \(s.source) \(s.uuid)")
+                out.line("  \(at)  instant \(shown(p.sample.source)) \(shown(p.sample.uuid)) \(DayTotal.format(p.sample.value)) → not counted, outranked by \(shown(s.source)) \(shown(s.uuid))")
             } else {
-                out.line("  \(at)  instant \(p.sample.source) \(p.sample.uuid) → +\(DayTotal.format(p.sample.value))")
+                out.line("  \(at)  instant \(shown(p.sample.source)) \(shown(p.sample.uuid)) → +\(DayTotal.format(p.sample.value))")
             }
         }
         switch e.total?.summary {
         case nil:
             out.line("total: no data")
         case .cumulative(let value, let sources)?:
-            let parts = sources.map { "\($0.source) \(DayTotal.format($0.value))" }.joined(separator: ", ")
+            let parts = sources.map { "\(shown($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
             out.line("total: \(DayTotal.format(value))  (\(parts))")
         case .discrete(let lo, let hi, let avg, let count)?:
             out.line("min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), count \(count)")

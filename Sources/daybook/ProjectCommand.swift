@@ -40,9 +40,11 @@ enum ProjectCommand: Subcommand {
 
     EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only):
     fix it and restart; 75 a shard is held by another projector (exits at once); 76 the
-    log does not hold what a shard needs (gap, recreated topic, other cluster); 69 Kafka
-    unreachable within --connect-timeout, or the topic is missing; 64 usage (including a
-    malformed --brokers); 78 bad configuration.
+    log does not hold what a shard needs (gap, recreated topic, other cluster); 78 bad
+    configuration, or a shard built under another source priority (rebuild into a new
+    --data); 65 a file in DIR is not a shard (damaged or foreign: move it away, it is
+    rebuilt); 69 Kafka unreachable within --connect-timeout, or the topic is missing;
+    64 usage (including a malformed --brokers).
 
     EXAMPLES:
       daybook project --brokers localhost:9092 --data /var/lib/daybook
@@ -58,7 +60,7 @@ enum ProjectCommand: Subcommand {
         options.untilCaughtUp = arguments.has("--until-caught-up")
         options.solo = arguments.has("--solo")
         options.connectTimeout = connectTimeout
-        if let topic = arguments.value("--topic") { options.topic = topic }
+        options.topic = try arguments.topic(default: options.topic)
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
 
         Shutdown.install()
@@ -70,18 +72,10 @@ enum ProjectCommand: Subcommand {
             summary = try projector.run(shouldStop: { Shutdown.isRequested }) { progress in
                 reporter.update(progress.line)
             }
-        } catch let error as ProjectorError {
+        } catch {
+            // Exit codes by cause (Failures.swift): a held shard 75, another priority 78, not a shard 65, storage 74.
             reporter.finish()
-            switch error.kind {
-            case .storage: throw CLIError(code: ExitCode.ioError, message: error.message)
-            case .shard: throw CLIError(code: ExitCode.tempFail, message: error.message)
-            case .kafka: throw CLIError(code: ExitCode.unavailable, message: error.message)
-            case .logMismatch: throw CLIError(code: ExitCode.logMismatch, message: error.message)
-            }
-        } catch let error as KafkaError {
-            throw CLIError(code: error.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(error)")
-        } catch let error as CocoaError {
-            throw CLIError(code: ExitCode.ioError, message: "\(data): \(error.localizedDescription)")
+            throw CLIError(error)
         }
         reporter.finish()
         let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0

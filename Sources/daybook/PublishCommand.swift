@@ -36,8 +36,8 @@ enum PublishCommand: Subcommand {
             throw CLIError.usage("publish takes exactly one EVENTS path (or - for stdin)")
         }
         let (config, connectTimeout) = try KafkaOptions.load(arguments, command: "publish")
-        let topic = arguments.value("--topic") ?? "health-samples"
-        let bytes = try Files.read(path)
+        let topic = try arguments.topic(default: "health-samples")
+        let bytes = try Files.input(path)
 
         let result = try publish(bytes, connection: config.connection, producer: config.producer, topic: topic,
                                  connectTimeout: connectTimeout) { number, error in
@@ -71,7 +71,7 @@ enum PublishCommand: Subcommand {
 
     /// Validates every line of `bytes` and publishes the valid ones keyed by user, waiting
     /// for every delivery report. `rejected(lineNumber, error)` hears each invalid line.
-    static func publish(_ bytes: Data, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
+    static func publish(_ bytes: Files.Input, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
                         connectTimeout: Duration = .seconds(30),
                         rejected report: (Int, String) -> Void) throws -> Result {
         var r = Result()

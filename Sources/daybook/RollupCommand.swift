@@ -15,7 +15,9 @@ enum RollupCommand: Subcommand {
       {"user":"u1","metric":"steps","day":"2024-03-02","value":7050}
       {"user":"u1","metric":"heart_rate","day":"2024-03-02","min":52,"max":141,"avg":78.5,"count":96}
     Days without data print nothing (never a zero). Rejected lines are reported on stderr
-    as 'line N: field: reason'; the other lines are still rolled up.
+    as 'line N: field: reason' as they are read; the other lines are still rolled up.
+    Standard input and pipes are streamed, so memory does not grow with the input; a line
+    longer than 1 MiB is rejected without being read.
 
     EXIT CODES: 0 every line accepted, 65 some lines rejected, 64 usage error,
     66 EVENTS missing, 78 bad configuration.
@@ -28,7 +30,7 @@ enum RollupCommand: Subcommand {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw CLIError.usage("rollup takes exactly one EVENTS path (or - for stdin)")
         }
-        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config")).priority)
+        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false).priority)
         let rejected = try load(path, into: ledger)
         var out = OutputBuffer()
         for total in ledger.allTotals() { out.line(total.jsonLine) }
@@ -41,7 +43,7 @@ enum RollupCommand: Subcommand {
     static func load(_ path: String, into ledger: Ledger) throws -> Int {
         var accepted = 0
         var rejected = 0
-        Files.forEachEvent(try Files.read(path)) { number, _, decoded in
+        try Files.forEachEvent(try Files.input(path)) { number, _, decoded in
             switch decoded {
             case .success(let event):
                 ledger.apply(event, at: Int64(number))

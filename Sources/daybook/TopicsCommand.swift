@@ -18,6 +18,9 @@ enum TopicsCommand: Subcommand {
     Prints one line per topic: created, or exists with N partitions.
 
     The embedded broker creates its topics itself (its mock does not serve CreateTopics).
+
+    EXIT CODES: 0 every topic exists; 64 usage; 66 --topics DIR missing; 69 the cluster is
+    unavailable; 78 bad configuration or topic definitions.
     """
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {

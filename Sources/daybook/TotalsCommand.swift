@@ -20,6 +20,10 @@ enum TotalsCommand: Subcommand {
     row per day with what each source contributed, and days without data as 'no data' —
     never 0. Safe to run while a projector writes.
 
+    EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
+    not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
+    projector rebuilds it); 74 storage failure.
+
     EXAMPLE:
       daybook totals --data /var/lib/daybook --user ana --metric steps --from 2024-03-25 --to 2024-03-31
     """
@@ -30,25 +34,25 @@ enum TotalsCommand: Subcommand {
         var query = ShardReader.Query(user: arguments.value("--user"))
         if let m = arguments.value("--metric") {
             guard let metric = Metric(rawValue: m) else {
-                throw CLIError.usage("--metric '\(m)' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CLIError.usage("--metric '\(TerminalText.escaped(m))' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             query.metric = metric
         }
         for (flag, path) in [("--from", \ShardReader.Query.from), ("--to", \ShardReader.Query.to)] {
             if let text = arguments.value(flag) {
-                guard let day = CivilDay(text) else { throw CLIError.usage("\(flag) '\(text)' is not a date (YYYY-MM-DD)") }
+                guard let day = CivilDay(text) else { throw CLIError.usage("\(flag) '\(TerminalText.escaped(text))' is not a date (YYYY-MM-DD)") }
                 query[keyPath: path] = day
             }
         }
         let format = arguments.value("--format") ?? "table"
-        guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(format)' is not one of table, json, csv") }
+        guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json, csv") }
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
 
         let rows: [DayTotal]
         do {
             rows = try ShardReader(directory: data).totals(query)
         } catch {
-            throw CLIError(code: ExitCode.ioError, message: "\(error)")
+            throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
         }
         var out = OutputBuffer()
         switch format {
@@ -61,9 +65,9 @@ enum TotalsCommand: Subcommand {
                 switch row.summary {
                 case .cumulative(let v, let shares):
                     let s = shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ";")
-                    out.line("\(csv(k.user)),\(k.metric.rawValue),\(k.day),\(DayTotal.format(v)),,,,,\(csv(s))")
+                    out.line("\(TerminalText.csvField(k.user)),\(k.metric.rawValue),\(k.day),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s))")
                 case .discrete(let lo, let hi, let avg, let n):
-                    out.line("\(csv(k.user)),\(k.metric.rawValue),\(k.day),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),")
+                    out.line("\(TerminalText.csvField(k.user)),\(k.metric.rawValue),\(k.day),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),")
                 }
             }
         default:
@@ -71,10 +75,6 @@ enum TotalsCommand: Subcommand {
         }
         out.flush()
         return ExitCode.ok
-    }
-
-    static func csv(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
     }
 
     /// One block per (user, metric); one line per day of the range, "no data" where empty.
@@ -92,7 +92,7 @@ enum TotalsCommand: Subcommand {
             }
         }
         for (user, metric, days) in groups {
-            out.line("\(user) · \(metric.rawValue) (\(metric.canonicalUnit))")
+            out.line("\(TerminalText.escaped(user)) · \(metric.rawValue) (\(metric.canonicalUnit))")
             let first = query.from ?? days.first!.key.day
             let last = query.to ?? days.last!.key.day
             var byDay: [CivilDay: DayTotal] = [:]
@@ -102,7 +102,7 @@ enum TotalsCommand: Subcommand {
                 if let row = byDay[day] {
                     switch row.summary {
                     case .cumulative(let v, let shares):
-                        let parts = shares.map { "\($0.source) \(DayTotal.format($0.value))" }.joined(separator: ", ")
+                        let parts = shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                         out.line("  \(day)  \(pad(DayTotal.format(v), 12))  \(parts)")
                     case .discrete(let lo, let hi, let avg, let n):
                         out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples")

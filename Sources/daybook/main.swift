@@ -14,13 +14,16 @@ func mainHelp() -> String {
     sample's own time zone.
 
     USAGE: daybook <command> [options]
+           daybook --version
 
     COMMANDS:
 
     """
     let width = Commands.all.map { $0.name.count }.max() ?? 0
     for c in Commands.all { s += "  \(c.name)\(String(repeating: " ", count: width - c.name.count + 2))\(c.abstract)\n" }
-    s += "\nSee 'daybook help <command>' or 'daybook <command> --help' for its options.\n"
+    s += "\nSee 'daybook help <command>' or 'daybook <command> --help' for its options and exit codes;\n"
+    s += "'daybook --version' prints the version.\n"
+    s += "Every command exits 0 on success, 64 on a usage error and 70 on an internal error (a bug).\n"
     return s
 }
 
@@ -30,17 +33,33 @@ func runMain() -> Int32 {
         printError(mainHelp())
         return ExitCode.usage
     }
-    if first == "--help" || first == "-h" || first == "help" {
-        if words.count > 1, let c = Commands.all.first(where: { $0.name == words[1] }) {
-            print(c.helpText, terminator: "")
-        } else {
-            print(mainHelp(), terminator: "")
+    if first == "--version" || first == "version" {
+        guard words.count == 1 else {
+            printError("daybook: \(first) takes no arguments.")
+            return ExitCode.usage
         }
+        print("daybook \(Version.string)")
+        return ExitCode.ok
+    }
+    if first == "--help" || first == "-h" || first == "help" {
+        guard words.count <= 2 else {
+            printError("daybook: help takes at most one command, got \(words.dropFirst().joined(separator: " ")).\nSee 'daybook help'.")
+            return ExitCode.usage
+        }
+        guard words.count == 2 else {
+            print(mainHelp(), terminator: "")
+            return ExitCode.ok
+        }
+        guard let c = Commands.all.first(where: { $0.name == words[1] }) else {
+            printError("daybook: '\(TerminalText.escaped(words[1]))' is not a command; the commands are \(Commands.all.map { $0.name }.joined(separator: ", ")).\nSee 'daybook help'.")
+            return ExitCode.usage
+        }
+        print(c.helpText, terminator: "")
         return ExitCode.ok
     }
     words.removeFirst()
     guard let command = Commands.all.first(where: { $0.name == first }) else {
-        printError("daybook: '\(first)' is not a command.\n\n" + mainHelp())
+        printError("daybook: '\(TerminalText.escaped(first))' is not a command.\n\n" + mainHelp())
         return ExitCode.usage
     }
     do {
@@ -50,13 +69,11 @@ func runMain() -> Int32 {
             return ExitCode.ok
         }
         return try command.run(arguments)
-    } catch let error as CLIError {
-        printError("daybook \(command.name): \(error.message)")
-        if error.code == ExitCode.usage { printError("See 'daybook \(command.name) --help'.") }
-        return error.code
     } catch {
-        printError("daybook \(command.name): \(error)")
-        return ExitCode.software
+        let failure = CLIError(error)
+        printError("daybook \(command.name): \(TerminalText.escaped(failure.message, keepingNewlines: true))")
+        if failure.code == ExitCode.usage { printError("See 'daybook \(command.name) --help'.") }
+        return failure.code
     }
 }
 

@@ -5,6 +5,10 @@ import Testing
 /// The hostile tryout of the hardening issue, each item as a user hit it: the binary as a
 /// process against `daybook broker` over TCP. Each of these failed on the code before it.
 @Suite(.serialized) struct HardeningTests {
+    let scratch = TemporaryDirectory()
+
+    func dataDirectory() -> String { scratch.newPath("data") }
+
     /// One steps sample of `user` (UTC), `value` steps between the two times.
     static func steps(_ uuid: String, _ source: String, _ start: String, _ end: String, _ value: String,
                       user: String = "ana", extra: String = "") -> String {
@@ -71,7 +75,7 @@ import Testing
         let broker = try BrokerProcess(arguments: ["--partitions", "1"])
         defer { _ = broker.stop() }
         try Self.produceRaw([Self.goodPair[0], Self.year1, Self.goodPair[1]], to: broker)
-        let dir = ProjectorTests.dataDirectory()
+        let dir = dataDirectory()
         for mode in [["--solo"], ["--group", "hardening-year1"]] {
             let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--until-caught-up"] + mode)
             #expect(r.status == 0, "\(r.stderr)")
@@ -113,14 +117,14 @@ import Testing
     @Test func anOversizedLineIsRejectedByNumberAndTheOthersAreDelivered() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "1"])
         defer { _ = broker.stop() }
-        let pad = String(repeating: "x", count: 1_200_000)
+        let pad = String(repeating: "x", count: 1_010_000) // over message.max.bytes (1,000,000), under the 1 MiB line limit
         let big = Self.steps("big", "watch", "2024-03-02T13:00:00Z", "2024-03-02T14:00:00Z", "7", extra: #","pad":"\#(pad)""#)
         let file = try Daybook.temporaryFile([Self.goodPair[0], big, Self.goodPair[1]].joined(separator: "\n") + "\n")
         let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, file])
         #expect(r.status == 65, "\(r.stderr)")
         #expect(r.stderr.contains("line 2: the event is larger than the cluster accepts"), "\(r.stderr)")
         #expect(r.stderr.contains("published 2, rejected 1"), "\(r.stderr)")
-        let dir = ProjectorTests.dataDirectory()
+        let dir = dataDirectory()
         let p = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
         #expect(p.status == 0, "\(p.stderr)")
         #expect(try Self.stepsOn(dir)?.contains(#""value":1050"#) == true)
@@ -129,7 +133,7 @@ import Testing
     // MARK: 2. Offset resets
 
     @Test func aShardFromAnotherLogStopsTheProjectorInsteadOfSkipping() throws {
-        let dir = ProjectorTests.dataDirectory()
+        let dir = dataDirectory()
         let first = try BrokerProcess(arguments: ["--partitions", "1"])
         // Five events on the first broker: the shard's next offset becomes 5.
         try Self.produceRaw(Self.goodPair + [
@@ -184,7 +188,7 @@ import Testing
         let marks = try consumer.watermarks(TopicPartition("health-samples", 0))
         consumer.close()
         #expect(marks.low > 0 && marks.high == 240, "low \(marks.low) high \(marks.high)")
-        let dir = ProjectorTests.dataDirectory()
+        let dir = dataDirectory()
         for mode in [["--solo"], ["--group", "hardening-gap"]] {
             let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--until-caught-up"] + mode)
             #expect(r.status == 76, "\(mode): \(r.stderr)")
@@ -200,7 +204,7 @@ import Testing
         let broker = try BrokerProcess(arguments: ["--partitions", "16"])
         defer { _ = broker.stop() }
         try Self.produceRaw(Self.goodPair, to: broker)
-        let dir = ProjectorTests.dataDirectory()
+        let dir = dataDirectory()
         let first = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo"])
         defer { first.kill9() }
         // Wait until the first projector holds its shards (all 16 files exist and it applied).
@@ -219,7 +223,7 @@ import Testing
 
     @Test func anUnreachableBrokerEndsInTimeWith69() throws {
         // A port nothing listens on.
-        let dir = ProjectorTests.dataDirectory()
+        let dir = dataDirectory()
         for args in [["project", "--data", dir, "--until-caught-up"], ["project", "--data", dir, "--until-caught-up", "--solo"],
                      ["project", "--data", dir], ["publish", try Daybook.temporaryFile(Self.goodPair.joined(separator: "\n") + "\n")]] {
             let r = try Self.runWithin(30, args + ["--brokers", "127.0.0.1:1", "--connect-timeout", "3"])
@@ -231,7 +235,7 @@ import Testing
 
     @Test(arguments: ["", "not a host", "localhost:99999", "localhost:9092,,x:1", "[::1"])
     func aMalformedBrokerAddressIsAUsageError(brokers: String) throws {
-        for command in [["project", "--data", ProjectorTests.dataDirectory()], ["publish", "-"], ["topics"]] {
+        for command in [["project", "--data", dataDirectory()], ["publish", "-"], ["topics"]] {
             let r = try Daybook.run(command + ["--brokers", brokers], stdin: "")
             #expect(r.status == 64, "\(command) '\(brokers)': \(r.stderr)")
             #expect(r.stderr.contains("--brokers '\(brokers)'"), "\(r.stderr)")

@@ -10,7 +10,7 @@ final class DaybookProcess {
     let stderrPath: String
 
     init(_ arguments: [String], preamble: String? = nil) throws {
-        stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("daybook-stderr-\(UUID().uuidString)").path
+        stderrPath = TemporaryDirectory.processRoot + "/daybook-stderr-\(UUID().uuidString)"
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         if let preamble {
             // Run through bash to set resource limits first (e.g. "ulimit -f 64; trap '' XFSZ").
@@ -41,13 +41,21 @@ final class DaybookProcess {
         return process.isRunning ? nil : process.terminationStatus
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: stderrPath)
+    }
 }
 
 @Suite(.serialized) struct ProjectorTests {
-    static func dataDirectory() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("daybook-data-\(UUID().uuidString)").path
-    }
+    /// This test's files; shards, logs and inputs go when the test ends.
+    let scratch = TemporaryDirectory()
+
+    /// A data directory that does not exist yet, inside this test's scratch directory.
+    func dataDirectory() -> String { scratch.newPath("data") }
 
     /// A realistic log from the bench generator (watch + phone overlaps, heart rate, deletions).
     static func log(samples: Int, users: Int, seed: Int) throws -> [String] {
@@ -67,16 +75,16 @@ final class DaybookProcess {
         return r.stdout.split(separator: "\n").map(String.init)
     }
 
-    static func publish(_ lines: [String], to broker: BrokerProcess) throws {
-        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try Daybook.temporaryFile(lines.joined(separator: "\n") + "\n")])
+    func publish(_ lines: [String], to broker: BrokerProcess) throws {
+        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(lines.joined(separator: "\n") + "\n")])
         #expect(r.status == 0, "\(r.stderr)")
     }
 
     @Test func projectedTotalsEqualRollupByteForByte() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "4"])
         let lines = try Self.log(samples: 12_000, users: 8, seed: 11)
-        try Self.publish(lines, to: broker)
-        let dir = Self.dataDirectory()
+        try publish(lines, to: broker)
+        let dir = dataDirectory()
         let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--group", "e2e-equal", "--until-caught-up"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("applied \(lines.count)"))
@@ -98,7 +106,7 @@ final class DaybookProcess {
     @Test func crashLoopLosesNothingAndCountsNothingTwice() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "4"])
         let lines = try Self.log(samples: 16_000, users: 8, seed: 12)
-        let dir = Self.dataDirectory()
+        let dir = dataDirectory()
         // Publish in chunks from another thread while the projector is killed and restarted.
         let chunks = stride(from: 0, to: lines.count, by: 2_000).map { Array(lines[$0..<min(lines.count, $0 + 2_000)]) }
         let bootstrap = broker.bootstrap
@@ -128,9 +136,9 @@ final class DaybookProcess {
     @Test func twoProjectorsShareTheGroupAndOneTakesOverWhenTheOtherDies() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "8"])
         let lines = try Self.log(samples: 16_000, users: 16, seed: 13)
-        try Self.publish(lines, to: broker)
-        let dir = Self.dataDirectory()
-        let config = try Daybook.temporaryFile(#"{"kafka":{"consumer":{"session.timeout.ms":6000,"heartbeat.interval.ms":500}}}"#)
+        try publish(lines, to: broker)
+        let dir = dataDirectory()
+        let config = try scratch.file(#"{"kafka":{"consumer":{"session.timeout.ms":6000,"heartbeat.interval.ms":500}}}"#)
         let args = ["project", "--brokers", broker.bootstrap, "--data", dir, "--group", "e2e-two", "--config", config, "--verbose"]
         let a = try DaybookProcess(args)
         let b = try DaybookProcess(args)
@@ -159,8 +167,8 @@ final class DaybookProcess {
         // Two projectors, one partition: one of them owns nothing and must still finish.
         let broker = try BrokerProcess(arguments: ["--partitions", "1"])
         let lines = try Self.log(samples: 2_000, users: 3, seed: 16)
-        try Self.publish(lines, to: broker)
-        let dir = Self.dataDirectory()
+        try publish(lines, to: broker)
+        let dir = dataDirectory()
         let args = ["project", "--brokers", broker.bootstrap, "--data", dir, "--group", "e2e-idle", "--until-caught-up"]
         let a = try DaybookProcess(args), b = try DaybookProcess(args)
         #expect(a.wait(seconds: 60) == 0, "\(a.stderr.suffix(400))")
@@ -188,7 +196,7 @@ final class DaybookProcess {
         for (i, (user, line)) in all.enumerated() { try producer.send(topic: "health-samples", key: Array(user.utf8), value: Array(line.utf8), id: i) }
         try producer.flush(timeoutMilliseconds: 30_000)
 
-        let dir = Self.dataDirectory()
+        let dir = dataDirectory()
         let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--until-caught-up", "--solo"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("dead letters 4"))
@@ -221,8 +229,8 @@ final class DaybookProcess {
     @Test func storageFailureStopsCleanlyAndARestartConverges() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "2"])
         let lines = try Self.log(samples: 12_000, users: 6, seed: 15)
-        try Self.publish(lines, to: broker)
-        let dir = Self.dataDirectory()
+        try publish(lines, to: broker)
+        let dir = dataDirectory()
         // A file-size limit makes SQLite's writes fail (EFBIG → SQLITE_FULL) like a full disk.
         let limited = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"],
                                          preamble: "ulimit -f 256; trap '' XFSZ")
@@ -251,12 +259,12 @@ final class DaybookProcess {
 
     @Test func totalsTableShowsNoDataInsteadOfZero() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "1"])
-        try Self.publish([
+        try publish([
             #"{"type":"sample-added","user":"ana","sample":{"uuid":"w1","metric":"steps","source":"watch","start":"2024-03-02T09:00:00+01:00","end":"2024-03-02T09:30:00+01:00","value":3000,"unit":"count","zone":"Europe/Berlin"}}"#,
             #"{"type":"sample-added","user":"ana","sample":{"uuid":"p1","metric":"steps","source":"phone","start":"2024-03-02T09:15:00+01:00","end":"2024-03-02T10:15:00+01:00","value":5400,"unit":"count","zone":"Europe/Berlin"}}"#,
             #"{"type":"sample-added","user":"ana","sample":{"uuid":"w2","metric":"steps","source":"watch","start":"2024-03-04T09:00:00+01:00","end":"2024-03-04T09:30:00+01:00","value":100,"unit":"count","zone":"Europe/Berlin"}}"#,
         ], to: broker)
-        let dir = Self.dataDirectory()
+        let dir = dataDirectory()
         #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"]).status == 0)
         let table = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--from", "2024-03-01", "--to", "2024-03-04"])
         #expect(table.stdout == """

@@ -8,7 +8,7 @@ final class BrokerProcess {
     let bootstrap: String
 
     init(arguments: [String] = []) throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bootstrap-\(UUID().uuidString)").path
+        let file = TemporaryDirectory.processRoot + "/bootstrap-\(UUID().uuidString)"
         process.executableURL = Daybook.binary
         process.arguments = ["broker", "--bootstrap-file", file] + arguments
         process.currentDirectoryURL = Daybook.root
@@ -18,6 +18,7 @@ final class BrokerProcess {
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: file), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         bootstrap = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: file)
     }
 
     /// Stops the broker with SIGTERM and returns its exit status (SIGKILL after 10 s).
@@ -49,6 +50,8 @@ final class BrokerProcess {
 }
 
 @Suite(.serialized) struct PublishCommandTests {
+    let scratch = TemporaryDirectory()
+
     @Test func publishesValidLinesKeyedByUserAndReportsTheRest() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "3"])
         #expect(broker.bootstrap.hasPrefix("127.0.0.1:"))
@@ -62,7 +65,7 @@ final class BrokerProcess {
             if i == 10 { lines.append(#"{"type":"sample-added","user":"ana"}"#) }       // line 12
             if i == 20 { lines.append("{broken") }                                        // line 23
         }
-        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try Daybook.temporaryFile(lines.joined(separator: "\n") + "\n")])
+        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(lines.joined(separator: "\n") + "\n")])
         #expect(r.status == 65, "\(r.stderr)")
         #expect(r.stderr.contains("line 12: sample: missing"))
         #expect(r.stderr.contains("line 23: malformed JSON"))
@@ -85,8 +88,8 @@ final class BrokerProcess {
     }
 
     @Test func undeliverableLinesExit69AndAreNamed() throws {
-        let config = try Daybook.temporaryFile(#"{"kafka":{"producer":{"message.timeout.ms":1500}}}"#)
-        let events = try Daybook.temporaryFile("""
+        let config = try scratch.file(#"{"kafka":{"producer":{"message.timeout.ms":1500}}}"#)
+        let events = try scratch.file("""
         {"type":"sample-deleted","user":"ana","uuid":"a"}
         {"type":"sample-deleted","user":"ben","uuid":"b"}
 
@@ -100,12 +103,12 @@ final class BrokerProcess {
     }
 
     @Test func secretsMustComeFromTheEnvironment() throws {
-        let config = try Daybook.temporaryFile(#"{"kafka":{"properties":{"sasl.password":"hunter2"}}}"#)
+        let config = try scratch.file(#"{"kafka":{"properties":{"sasl.password":"hunter2"}}}"#)
         let r = try Daybook.run(["publish", "--brokers", "127.0.0.1:1", "--config", config, "-"], stdin: "")
         #expect(r.status == 78)
         #expect(r.stderr.contains("kafka.properties.sasl.password"))
         #expect(!r.stderr.contains("hunter2"))
-        let missing = try Daybook.temporaryFile(#"{"kafka":{"secrets":{"sasl.password":"DAYBOOK_TEST_UNSET_VARIABLE"}}}"#)
+        let missing = try scratch.file(#"{"kafka":{"secrets":{"sasl.password":"DAYBOOK_TEST_UNSET_VARIABLE"}}}"#)
         let m = try Daybook.run(["publish", "--config", missing, "-"], stdin: "")
         #expect(m.status == 78)
         #expect(m.stderr.contains("DAYBOOK_TEST_UNSET_VARIABLE is not set"))

@@ -34,14 +34,17 @@ struct Daybook {
         return Result(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 
+    /// A file holding `contents`, under the test process's scratch directory (removed at
+    /// exit). Tests that own a `TemporaryDirectory` should prefer its `file(_:)`.
     static func temporaryFile(_ contents: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("daybook-\(UUID().uuidString).jsonl").path
+        let path = TemporaryDirectory.processRoot + "/daybook-\(UUID().uuidString).jsonl"
         try contents.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 }
 
 @Suite struct RollupCommandTests {
+    let scratch = TemporaryDirectory()
     static let workedExample = """
     {"type":"sample-added","user":"ana","sample":{"uuid":"w1","metric":"steps","source":"watch","start":"2024-03-02T09:00:00+01:00","end":"2024-03-02T09:30:00+01:00","value":3000,"unit":"count","zone":"Europe/Berlin"}}
     {"type":"sample-added","user":"ana","sample":{"uuid":"p1","metric":"steps","source":"phone","start":"2024-03-02T09:15:00+01:00","end":"2024-03-02T10:15:00+01:00","value":5400,"unit":"count","zone":"Europe/Berlin"}}
@@ -52,7 +55,7 @@ struct Daybook {
 
     @Test func rollsUpTheWorkedExample() throws {
         // 3000 + 5400 × 45/60 = 7050 steps; heart rate 80 and 91: min 80, max 91, avg 85.5.
-        let r = try Daybook.run(["rollup", try Daybook.temporaryFile(Self.workedExample)])
+        let r = try Daybook.run(["rollup", try scratch.file(Self.workedExample)])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == """
         {"user":"ana","metric":"heart_rate","day":"2024-03-02","min":80,"max":91,"avg":85.5,"count":2}
@@ -79,15 +82,15 @@ struct Daybook {
 
     @Test func configurationChangesTheWinner() throws {
         // phone first: 5400 + watch 09:00–09:15 = 1500 → 6900.
-        let config = try Daybook.temporaryFile(#"{"priority":{"default":["phone","watch"]}}"#)
-        let r = try Daybook.run(["rollup", try Daybook.temporaryFile(Self.workedExample), "--config", config])
+        let config = try scratch.file(#"{"priority":{"default":["phone","watch"]}}"#)
+        let r = try Daybook.run(["rollup", try scratch.file(Self.workedExample), "--config", config])
         #expect(r.status == 0)
         #expect(r.stdout.contains(#""value":6900}"#))
     }
 
     @Test func badConfigurationNamesTheField() throws {
-        let config = try Daybook.temporaryFile(#"{"priority":{"stepz":["phone"]}}"#)
-        let r = try Daybook.run(["rollup", try Daybook.temporaryFile(Self.workedExample), "--config=\(config)"])
+        let config = try scratch.file(#"{"priority":{"stepz":["phone"]}}"#)
+        let r = try Daybook.run(["rollup", try scratch.file(Self.workedExample), "--config=\(config)"])
         #expect(r.status == 78)
         #expect(r.stderr.contains("priority.stepz: \"stepz\" is not a metric"))
         #expect(r.stdout.isEmpty)
@@ -117,13 +120,13 @@ struct Daybook {
     }
 
     @Test func explainShowsWhoWonWhat() throws {
-        let r = try Daybook.run(["explain", try Daybook.temporaryFile(Self.workedExample), "--user", "ana", "--metric", "steps", "--day", "2024-03-02"])
+        let r = try Daybook.run(["explain", try scratch.file(Self.workedExample), "--user", "ana", "--metric", "steps", "--day", "2024-03-02"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("2024-03-02T09:00:00+01:00 → 2024-03-02T09:30:00+01:00  won by watch w1"))
         #expect(r.stdout.contains("beat phone p1"))
         #expect(r.stdout.contains("won by phone p1") && r.stdout.contains("→ +4050"))
         #expect(r.stdout.contains("total: 7050  (watch 3000, phone 4050)"))
-        let empty = try Daybook.run(["explain", try Daybook.temporaryFile(Self.workedExample), "--user", "ana", "--metric", "steps", "--day", "2024-03-03"])
+        let empty = try Daybook.run(["explain", try scratch.file(Self.workedExample), "--user", "ana", "--metric", "steps", "--day", "2024-03-03"])
         #expect(empty.stdout.contains("total: no data"))
     }
 
@@ -155,5 +158,21 @@ struct Daybook {
             #expect(r.status == 0, "\(config): \(r.stderr)")
         }
         #expect(try String(contentsOf: Daybook.root.appendingPathComponent("config/compose.json"), encoding: .utf8).contains("kafka:29092"))
+        // KRaft refuses to format storage unless CLUSTER_ID is a Kafka Uuid: 16 bytes in
+        // base64url without padding (22 characters; the last encodes 2 bits, so A, Q, g or w).
+        let id = try #require(compose.firstMatch(of: /CLUSTER_ID: *"?([^"\s]*)"?/)?.1, "docker-compose.yml sets no CLUSTER_ID")
+        #expect(id.wholeMatch(of: /[A-Za-z0-9_-]{21}[AQgw]/) != nil, "CLUSTER_ID \(id) is not 16 bytes in base64url (kafka-storage.sh random-uuid)")
+        #expect(!id.hasPrefix("-") && id != "AAAAAAAAAAAAAAAAAAAAAA" && id != "AAAAAAAAAAAAAAAAAAAAAQ", "CLUSTER_ID \(id) is a reserved Kafka Uuid")
+    }
+
+    /// The image builds with the toolchain the tests ran on (pin both together when upgrading).
+    @Test func dockerfileBuildsWithTheTestedToolchain() throws {
+        let dockerfile = try String(contentsOf: Daybook.root.appendingPathComponent("Dockerfile"), encoding: .utf8)
+        let tag = try #require(dockerfile.firstMatch(of: /FROM swift:(\S+) AS build/)?.1)
+        #if compiler(>=6.3.1) && !compiler(>=6.3.2)
+        #expect(tag == "6.3.1-bookworm", "the Dockerfile builds with swift:\(tag); the tests ran on 6.3.1")
+        #else
+        Issue.record("these tests ran on a toolchain other than 6.3.1: pin the Dockerfile's swift image (now \(tag)) to it, then this check")
+        #endif
     }
 }

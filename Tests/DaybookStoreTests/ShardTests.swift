@@ -3,15 +3,19 @@ import DaybookCore
 import Foundation
 import Testing
 
+/// A new directory under the test process's scratch directory (removed at exit). Suites
+/// that own a `TemporaryDirectory` use its path instead, removed when each test ends.
 func temporaryDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("daybook-store-\(UUID().uuidString)").path
+    let path = TemporaryDirectory.processRoot + "/store-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
 
 @Suite struct DatabaseTests {
+    let scratch = TemporaryDirectory()
+
     @Test func transactionRollsBackOnThrow() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let db = try Database(path: dir + "/t.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
         struct Boom: Error {}
@@ -28,7 +32,7 @@ func temporaryDirectory() throws -> String {
     }
 
     @Test func filesArePrivateAndInWALMode() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let db = try Database(path: dir + "/p.sqlite")
         try db.execute("CREATE TABLE t (x)")
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/p.sqlite")[.posixPermissions] as? Int
@@ -38,7 +42,7 @@ func temporaryDirectory() throws -> String {
     }
 
     @Test func errorsNameTheFileAndStatement() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let db = try Database(path: dir + "/e.sqlite")
         do {
             _ = try db.statement("SELECT * FROM missing_table")
@@ -51,7 +55,7 @@ func temporaryDirectory() throws -> String {
 
     @Test func storageFullIsAStorageFault() throws {
         // max_page_count makes SQLite report SQLITE_FULL, as a full disk would.
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let db = try Database(path: dir + "/f.sqlite")
         try db.execute("CREATE TABLE t (x BLOB)")
         try db.execute("PRAGMA max_page_count = 8")
@@ -72,13 +76,15 @@ func temporaryDirectory() throws -> String {
 }
 
 @Suite struct ShardTests {
+    let scratch = TemporaryDirectory()
+
     func sample(_ uuid: String, _ value: Double, start: String = "2024-05-06T09:00:00Z", end: String = "2024-05-06T10:00:00Z", source: String = "watch") throws -> Sample {
         Sample(user: "ana", uuid: uuid, metric: .steps, source: source, start: try Instant(rfc3339: start),
                end: try Instant(rfc3339: end), value: value, zone: "UTC")
     }
 
     @Test func batchAndOffsetCommitTogetherAndRestoreTheLedger() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let ledger = Ledger()
         var batch = Shard.Batch(nextOffset: 3)
         // watch 09:00–10:00 600, phone 09:30–10:30 900 keeps 10:00–10:30 = 450 → 1050.
@@ -112,7 +118,7 @@ func temporaryDirectory() throws -> String {
     }
 
     @Test func aSecondOpenerWaitsForTheLock() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let first = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
         // flock is per open file description, so a second open in this process conflicts too.
         #expect(throws: Shard.ShardError.self) {
@@ -122,7 +128,7 @@ func temporaryDirectory() throws -> String {
     }
 
     @Test func aShardBuiltWithAnotherPriorityIsRefused() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         _ = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "watch>phone")
         do {
             _ = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "phone>watch")
@@ -133,7 +139,7 @@ func temporaryDirectory() throws -> String {
     }
 
     @Test func deadLettersWaitInTheOutboxUntilForwarded() throws {
-        let dir = try temporaryDirectory()
+        let dir = scratch.path
         let shard = try Shard(directory: dir, topic: "t", partition: 1, fingerprint: "f")
         var batch = Shard.Batch(nextOffset: 8)
         batch.deadLetters = [Shard.DeadLetter(offset: 7, key: Array("ana".utf8), payload: Array("{bad".utf8), reason: "malformed JSON", code: "malformed_json")]

@@ -1,0 +1,90 @@
+import DaybookCore
+import DaybookKafka
+import DaybookPipeline
+import DaybookStore
+import Foundation
+
+extension ExitCode {
+    /// The exit code for a shard that cannot be used, by what would fix it.
+    static func of(_ kind: Shard.ShardError.Kind?) -> Int32 {
+        switch kind {
+        case .locked?: return tempFail
+        case .priorityMismatch?: return config
+        case .notAShard?: return dataError
+        case .missingDirectory?: return noInput
+        case .storage?, nil: return ioError
+        }
+    }
+}
+
+extension CLIError {
+    /// The exit code and message for an error a command did not turn into a `CLIError`
+    /// itself. Known failures get their documented code; a Foundation error is told as the
+    /// file and the system's reason; anything else is a bug (70).
+    init(_ error: any Error) {
+        switch error {
+        case let e as CLIError:
+            self = e
+        case let e as ProjectorError:
+            switch e.kind {
+            case .storage: self.init(code: ExitCode.ioError, message: e.message)
+            case .kafka: self.init(code: ExitCode.unavailable, message: e.message)
+            case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.message)
+            case .logMismatch: self.init(code: ExitCode.logMismatch, message: e.message)
+            }
+        case let e as Shard.ShardError:
+            self.init(code: ExitCode.of(e.kind), message: e.message)
+        case let e as DatabaseError:
+            self.init(code: e.isCorrupt ? ExitCode.dataError : ExitCode.ioError, message: "\(e)")
+        case let e as KafkaError:
+            self.init(code: e.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(e)")
+        case let e as ConfigurationError:
+            self.init(code: ExitCode.config, message: "\(e)")
+        case let e where SystemError.isFoundationError(e):
+            self.init(code: ExitCode.ioError, message: SystemError.describe(e))
+        default:
+            self.init(code: ExitCode.software, message: "internal error (a bug; please report it): \(error)")
+        }
+    }
+}
+
+/// Foundation's file errors told the way the system tells them: the path and strerror's
+/// reason, never "The operation could not be completed. (NSCocoaErrorDomain error 256.)".
+enum SystemError {
+    static func isFoundationError(_ error: any Error) -> Bool {
+        if error is CocoaError { return true }
+        let ns = error as NSError
+        return ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain
+    }
+
+    /// `path: reason`, with the path from the error when it carries one.
+    static func describe(_ error: any Error, path: String? = nil) -> String {
+        let ns = error as NSError
+        let file = (ns.userInfo[NSFilePathErrorKey] as? String) ?? (ns.userInfo[NSURLErrorKey] as? URL)?.path ?? path
+        return (file.map { $0 + ": " } ?? "") + reason(error)
+    }
+
+    /// The system's reason ("Not a directory", "Permission denied") for a Foundation error.
+    static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        if ns.domain == NSPOSIXErrorDomain { return strerror(Int32(ns.code)) }
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? any Error {
+            if let posix = underlying as? POSIXError { return strerror(posix.code.rawValue) }
+            let u = underlying as NSError
+            if u.domain == NSPOSIXErrorDomain { return strerror(Int32(u.code)) }
+        }
+        switch CocoaError.Code(rawValue: ns.code) {
+        case .fileNoSuchFile, .fileReadNoSuchFile: return strerror(ENOENT)
+        case .fileReadNoPermission, .fileWriteNoPermission: return strerror(EACCES)
+        case .fileWriteOutOfSpace: return strerror(ENOSPC)
+        case .fileWriteVolumeReadOnly: return strerror(EROFS)
+        case .fileWriteFileExists: return strerror(EEXIST)
+        case .fileReadTooLarge: return strerror(EFBIG)
+        case .fileReadInapplicableStringEncoding, .fileWriteInapplicableStringEncoding: return "not valid UTF-8 text"
+        case .fileReadCorruptFile: return "the file is damaged"
+        default: return ns.code == CocoaError.Code.fileReadUnknown.rawValue ? "cannot be read" : "cannot be read or written"
+        }
+    }
+
+    static func strerror(_ code: Int32) -> String { String(cString: Glibc.strerror(code)) }
+}

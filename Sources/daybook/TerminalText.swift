@@ -1,0 +1,36 @@
+/// User strings made safe to show on a terminal or in a spreadsheet.
+///
+/// User ids, source names and uuids come from the log and may hold control characters
+/// (`ESC [ 2 J` clears a screen, `ESC ] 0 ;` retitles a window, a C1 `CSI` does the same
+/// on some terminals, `CR` overwrites a line). Human-readable output shows each of them
+/// as an escape such as `\u{1B}`; JSON output escapes them as JSON does (`JSONWriter`).
+enum TerminalText {
+    /// True for C0 controls (U+0000–U+001F), DEL (U+007F) and C1 controls (U+0080–U+009F).
+    static func isControl(_ u: Unicode.Scalar) -> Bool {
+        u.value < 0x20 || (0x7F...0x9F).contains(u.value)
+    }
+
+    /// `s` with every control character written as `\u{1B}` (hex, as Swift writes it).
+    /// With `keepingNewlines`, line feeds stay (for multi-line messages of our own).
+    /// Complexity: O(n); returns `s` itself when there is nothing to escape.
+    static func escaped(_ s: String, keepingNewlines: Bool = false) -> String {
+        guard s.unicodeScalars.contains(where: { isControl($0) && !(keepingNewlines && $0 == "\n") }) else { return s }
+        var out = String.UnicodeScalarView()
+        for u in s.unicodeScalars {
+            if isControl(u), !(keepingNewlines && u == "\n") {
+                out.append(contentsOf: "\\u{\(String(u.value, radix: 16, uppercase: true))}".unicodeScalars)
+            } else {
+                out.append(u)
+            }
+        }
+        return String(out)
+    }
+
+    /// One CSV field (RFC 4180): control characters escaped as above (so a field never
+    /// holds a line break), then quoted, with quotes doubled, when it holds `,` or `"`.
+    static func csvField(_ s: String) -> String {
+        let safe = escaped(s)
+        guard safe.contains(where: { $0 == "," || $0 == "\"" }) else { return safe }
+        return "\"" + safe.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
