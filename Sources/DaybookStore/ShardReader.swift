@@ -27,13 +27,15 @@ public struct ShardReader {
     }
 
     /// Opens `path` read-only, refusing a file that is not a shard (not SQLite, damaged,
-    /// or a database without the shard's tables) with a `ShardError` that names it.
-    private func open(_ path: String) throws -> Database {
+    /// or a database without the shard's tables) with a `ShardError` that names it; nil for
+    /// a shard a projector is creating right now (no tables yet: nothing to read).
+    private func open(_ path: String) throws -> Database? {
         let advice = "Move it out of \(directory) (the projector rebuilds a missing shard from the log)."
         do {
             let db = try Database(path: path, readOnly: true)
-            let tables = try db.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('totals', 'total_sources', 'progress', 'dead_letters')")
-            guard try tables.step(), tables.int64(0) == 4 else {
+            let tables = try db.statement("SELECT count(*), count(CASE WHEN name IN ('totals', 'total_sources', 'progress', 'dead_letters') THEN 1 END) FROM sqlite_master WHERE type = 'table'")
+            guard try tables.step(), tables.int64(0) > 0 else { return nil }
+            guard tables.int64(1) == 4 else {
                 throw Shard.ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite file without the shard's tables). \(advice)")
             }
             return db
@@ -60,7 +62,7 @@ public struct ShardReader {
     public func totals(_ query: Query = Query()) throws -> [DayTotal] {
         var out: [DayTotal] = []
         for path in try shardPaths() {
-            let db = try open(path)
+            guard let db = try open(path) else { continue }
             var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
             var binds: [String] = []
             if let u = query.user { sql += " AND user = ?"; binds.append(u) }
@@ -93,7 +95,7 @@ public struct ShardReader {
     public func progress() throws -> [(path: String, topic: String, partition: Int32, nextOffset: Int64, deadLetters: Int)] {
         var out: [(String, String, Int32, Int64, Int)] = []
         for path in try shardPaths() {
-            let db = try open(path)
+            guard let db = try open(path) else { continue }
             let p = try db.statement("SELECT topic, partition, next_offset FROM progress")
             let d = try db.statement("SELECT count(*) FROM dead_letters")
             let letters = try d.step() ? Int(d.int64(0)) : 0
