@@ -27,17 +27,15 @@ public struct ShardReader {
     }
 
     /// Opens `path` read-only, refusing a file that is not a shard (not SQLite, damaged,
-    /// or a database without the shard's tables) with a `ShardError` that names it.
-    /// Returns nil for a database with no tables at all: a shard a projector is creating
-    /// right now (its first transaction not committed yet), which holds no rows.
+    /// or a database without the shard's tables) with a `ShardError` that names it; nil for
+    /// a shard a projector is creating right now (no tables yet: nothing to read).
     private func open(_ path: String) throws -> Database? {
         let advice = "Move it out of \(directory) (the projector rebuilds a missing shard from the log)."
         do {
             let db = try Database(path: path, readOnly: true)
-            let any = try db.statement("SELECT count(*) FROM sqlite_master")
-            if try any.step(), any.int64(0) == 0 { return nil }
-            let tables = try db.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('totals', 'total_sources', 'progress', 'dead_letters')")
-            guard try tables.step(), tables.int64(0) == 4 else {
+            let tables = try db.statement("SELECT count(*), count(CASE WHEN name IN ('totals', 'total_sources', 'progress', 'dead_letters') THEN 1 END) FROM sqlite_master WHERE type = 'table'")
+            guard try tables.step(), tables.int64(0) > 0 else { return nil }
+            guard tables.int64(1) == 4 else {
                 throw Shard.ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite file without the shard's tables). \(advice)")
             }
             return db

@@ -43,7 +43,7 @@ func runMain() -> Int32 {
     }
     if first == "--help" || first == "-h" || first == "help" {
         guard words.count <= 2 else {
-            printError("daybook: help takes at most one command, got \(words.dropFirst().joined(separator: " ")).\nSee 'daybook help'.")
+            printError("daybook: help takes at most one command, got \(TerminalText.escaped(words.dropFirst().joined(separator: " "))).\nSee 'daybook help'.")
             return ExitCode.usage
         }
         guard words.count == 2 else {

@@ -152,3 +152,32 @@ func temporaryDirectory() throws -> String {
         #expect(try shard.deadLetterCount() == 1)
     }
 }
+
+@Suite struct ShardReaderTests {
+    let scratch = TemporaryDirectory()
+
+    @Test func aShardBeingCreatedIsSkippedAndGarbageIsNamed() throws {
+        let shard = try Shard(directory: scratch.path, topic: "t", partition: 0, fingerprint: "f")
+        _ = shard
+        // A projector creating partition 1 has made the file and not yet its tables.
+        _ = FileManager.default.createFile(atPath: scratch.path + "/t-0001.sqlite", contents: nil)
+        #expect(try ShardReader(directory: scratch.path).totals().isEmpty)
+        #expect(throws: Never.self) { try ShardReader(directory: scratch.path).progress() }
+        // An SQLite file of something else, and bytes that are not SQLite, are not shards.
+        let foreign = try Database(path: scratch.path + "/t-0002.sqlite")
+        try foreign.execute("CREATE TABLE notes (x)")
+        for (file, reason) in [("t-0002.sqlite", "without the shard's tables"), ("t-0003.sqlite", "file is not a database")] {
+            if file == "t-0003.sqlite" {
+                try Data(String(repeating: "garbage ", count: 100).utf8).write(to: URL(fileURLWithPath: scratch.path + "/" + file))
+                try FileManager.default.removeItem(atPath: scratch.path + "/t-0002.sqlite")
+            }
+            do {
+                _ = try ShardReader(directory: scratch.path).totals()
+                Issue.record("read \(file)")
+            } catch let error as Shard.ShardError {
+                #expect(error.kind == .notAShard)
+                #expect(error.message.contains(file) && error.message.contains(reason), "\(error)")
+            }
+        }
+    }
+}
