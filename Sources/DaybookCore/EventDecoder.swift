@@ -132,8 +132,10 @@ public struct EventDecoder: Sendable {
             throw EventError(code: .endBeforeStart, field: "sample.end",
                              message: "\(end) is before sample.start \(start)")
         }
-        guard end.nanoseconds - start.nanoseconds <= EventDecoder.maximumDuration else {
-            let days = Double(end.nanoseconds - start.nanoseconds) / Double(Instant.nanosPerDay)
+        // Instants more than ~292 years apart are more than Int64.max nanoseconds apart.
+        let (duration, overflow) = end.nanoseconds.subtractingReportingOverflow(start.nanoseconds)
+        guard !overflow, duration <= EventDecoder.maximumDuration else {
+            let days = (Double(end.nanoseconds) - Double(start.nanoseconds)) / Double(Instant.nanosPerDay)
             throw EventError(code: .tooLong, field: "sample.end",
                              message: "the sample lasts \(JSONWriter.number((days * 100).rounded() / 100)) days; at most 7 are accepted")
         }
