@@ -27,7 +27,7 @@ enum FastEventReader {
                 sample = readSample(&r)
                 return sample != nil
             default:
-                return seen.firstUnknown(key) && skip(&r)
+                return seen.firstUnknown(key) && skip(&r, depth: 1)
             }
             return true
         }
@@ -66,7 +66,7 @@ enum FastEventReader {
                 value = d
                 return true
             default:
-                return seen.firstUnknown(key) && skip(&r)
+                return seen.firstUnknown(key) && skip(&r, depth: 2) // the sample's members are one level deeper
             }
             return true
         }
@@ -124,7 +124,9 @@ enum FastEventReader {
         return try? r.string()
     }
 
-    private static func skip(_ r: inout JSONParser.Reader) -> Bool {
-        (try? r.value(depth: 1)) != nil
+    /// Skips a value at `depth` (as `JSONParser` counts it), so that the nesting limit is
+    /// the general parser's: a line is never accepted here and malformed there.
+    private static func skip(_ r: inout JSONParser.Reader, depth: Int) -> Bool {
+        (try? r.value(depth: depth)) != nil
     }
 }
