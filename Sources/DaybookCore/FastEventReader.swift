@@ -15,9 +15,9 @@ enum FastEventReader {
         var seen = Members()
         let ok = object(&r) { key, r in
             switch key {
-            case "type": guard seen.first(0) else { return false }; type = string(&r)
-            case "user": guard seen.first(1) else { return false }; user = string(&r)
-            case "uuid": guard seen.first(2) else { return false }; uuid = string(&r)
+            case "type": guard seen.first(0) else { return false }; type = string(&r); return type != nil
+            case "user": guard seen.first(1) else { return false }; user = string(&r); return user != nil
+            case "uuid": guard seen.first(2) else { return false }; uuid = string(&r); return uuid != nil
             case "schema":
                 guard seen.first(3), case .number(1)? = try? r.number() else { return false }
                 return true
@@ -29,7 +29,6 @@ enum FastEventReader {
             default:
                 return seen.firstUnknown(key) && skip(&r, depth: 1)
             }
-            return true
         }
         guard ok, let type, let user, !user.isEmpty else { return nil }
         r.skipSpace()
@@ -53,13 +52,13 @@ enum FastEventReader {
         var seen = Members()
         let ok = object(&r) { key, r in
             switch key {
-            case "uuid": guard seen.first(0) else { return false }; uuid = string(&r)
-            case "metric": guard seen.first(1) else { return false }; metric = string(&r)
-            case "source": guard seen.first(2) else { return false }; source = string(&r)
-            case "start": guard seen.first(3) else { return false }; start = string(&r)
-            case "end": guard seen.first(4) else { return false }; end = string(&r)
-            case "unit": guard seen.first(5) else { return false }; unit = string(&r)
-            case "zone": guard seen.first(6) else { return false }; zone = string(&r)
+            case "uuid": guard seen.first(0) else { return false }; uuid = string(&r); return uuid != nil
+            case "metric": guard seen.first(1) else { return false }; metric = string(&r); return metric != nil
+            case "source": guard seen.first(2) else { return false }; source = string(&r); return source != nil
+            case "start": guard seen.first(3) else { return false }; start = string(&r); return start != nil
+            case "end": guard seen.first(4) else { return false }; end = string(&r); return end != nil
+            case "unit": guard seen.first(5) else { return false }; unit = string(&r); return unit != nil
+            case "zone": guard seen.first(6) else { return false }; zone = string(&r); return zone != nil
             case "value":
                 guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
                       case .number(let d)? = try? r.number() else { return false }
@@ -68,7 +67,6 @@ enum FastEventReader {
             default:
                 return seen.firstUnknown(key) && skip(&r, depth: 2) // the sample's members are one level deeper
             }
-            return true
         }
         guard ok, let uuid, let metric, let source, let start, let end, let value, let unit, let zone else { return nil }
         return EventDecoder.SampleFields(user: "", uuid: uuid, metric: metric, source: source, start: start, end: end,
