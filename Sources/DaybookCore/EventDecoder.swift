@@ -90,7 +90,7 @@ public struct EventDecoder: Sendable {
     private func decodeSample(_ s: JSONValue, user: String) throws(EventError) -> Sample {
         let uuid = try nonEmpty(s, "uuid", path: "sample.uuid")
         let metricName = try string(s, "metric", path: "sample.metric")
-        let source = try nonEmpty(s, "source", path: "sample.source")
+        let source = try string(s, "source", path: "sample.source") // emptiness: validateSample, after the metric
         let start = try string(s, "start", path: "sample.start")
         let end = try string(s, "end", path: "sample.end")
         let raw: Double
