@@ -34,6 +34,14 @@ import Testing
         #expect(error?.message.contains("outside the accepted range 1900-01-01T00:00:00Z ..< 2200-01-01T00:00:00Z") == true)
     }
 
+    @Test func aSampleSpanningTheWholeRangeIsTooLongNotAnOverflow() {
+        // 1900-01-01 to 2199-12-31 is ~300 years = ~9.47e18 ns > Int64.max (9.22e18): the
+        // duration is compared without subtracting in Int64 (found by the fuzzer).
+        let error = rejection(sample(start: "1900-01-01T00:00:00Z", end: "2199-12-31T00:00:00Z"))
+        #expect(error?.code == .tooLong && error?.field == "sample.end")
+        #expect(error?.message.contains("at most 7 are accepted") == true)
+    }
+
     @Test func acceptsBothEndsOfTheRange() throws {
         // 1900-01-01T00:00:00Z = -2,208,988,800 s; 2199-12-31T23:59:59.999999999Z = 7,258,118,399.999999999 s.
         let first = try Instant(rfc3339: "1900-01-01T00:00:00Z")
