@@ -54,7 +54,9 @@ func decodeBothWays(_ bytes: UnsafeBufferPointer<UInt8>) -> Event? {
         _ = a.description
         return nil
     case (.failure(let a), nil):
-        guard a.code == .malformedJSON else { fatalError("not JSON, yet rejected as \(a.code): \(a)") }
+        // Text the JSON parser refuses is malformed, or one of the input faults the decoder
+        // names more precisely (invalid UTF-8 in a member, a repeated member).
+        guard [.malformedJSON, .invalidUTF8, .duplicateKey].contains(a.code) else { fatalError("not JSON, yet rejected as \(a.code): \(a)") }
         return nil
     case (.success(let a), nil):
         fatalError("the fast path accepts text the JSON parser rejects: \(a)")

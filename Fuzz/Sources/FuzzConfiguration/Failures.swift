@@ -1,0 +1,1 @@
+../../../Sources/daybook/Failures.swift
