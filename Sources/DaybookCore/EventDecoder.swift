@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why an event line was rejected. The description names the field, the bad value and
 /// what would be accepted; it never echoes a health value unless that value is the fault.
 public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -20,6 +22,7 @@ public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
         case emptyString = "empty_string"
         case invalidUTF8 = "invalid_utf8"
         case duplicateKey = "duplicate_key"
+        case notNormalized = "not_nfc"
     }
 
     public var code: Code
@@ -34,6 +37,10 @@ public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Turns one line of the log into an `Event`, enforcing every rule of format version 1.
 public struct EventDecoder: Sendable {
+    /// Largest accepted event: 1 MiB (an event is a few hundred bytes). Files, stdin and
+    /// Kafka messages share it, so `rollup` and the projector agree on every log.
+    public static let maximumEventBytes = 1 << 20
+
     /// Longest accepted sample: 7 days.
     public static let maximumDuration: Int64 = 7 * Instant.nanosPerDay
 
@@ -80,7 +87,7 @@ public struct EventDecoder: Sendable {
             }
             return .sampleAdded(try decodeSample(sample, user: user))
         case "sample-deleted":
-            return .sampleDeleted(user: user, uuid: try nonEmpty(json, "uuid", path: "uuid"))
+            return try deletion(user: user, uuid: try nonEmpty(json, "uuid", path: "uuid"))
         default:
             throw EventError(code: .unknownType, field: "type",
                              message: "\(JSONWriter.quoted(type)) is not an event type; use sample-added or sample-deleted")
@@ -119,13 +126,16 @@ public struct EventDecoder: Sendable {
 
     /// The rules of a sample that are about values, not JSON shape; shared by both readers.
     func validateSample(_ f: SampleFields) throws(EventError) -> Sample {
+        try requireNFC(f.user, path: "user")
         guard !f.uuid.isEmpty else { throw EventError(code: .emptyString, field: "sample.uuid", message: "must not be empty") }
+        try requireNFC(f.uuid, path: "sample.uuid")
         guard let metric = Metric(rawValue: f.metric) else {
             let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
             throw EventError(code: .unknownMetric, field: "sample.metric",
                              message: "\(JSONWriter.quoted(f.metric)) is not a metric; use one of \(names)")
         }
         guard !f.source.isEmpty else { throw EventError(code: .emptyString, field: "sample.source", message: "must not be empty") }
+        try requireNFC(f.source, path: "sample.source")
         let start = try time(f.start, path: "sample.start")
         let end = try time(f.end, path: "sample.end")
         guard end >= start else {
@@ -181,7 +191,26 @@ public struct EventDecoder: Sendable {
     private func validate(_ fields: Fields) throws(EventError) -> Event {
         switch fields {
         case .added(let f): return .sampleAdded(try validateSample(f))
-        case .deleted(let user, let uuid): return .sampleDeleted(user: user, uuid: uuid)
+        case .deleted(let user, let uuid): return try deletion(user: user, uuid: uuid)
+        }
+    }
+
+    private func deletion(user: String, uuid: String) throws(EventError) -> Event {
+        try requireNFC(user, path: "user")
+        try requireNFC(uuid, path: "uuid")
+        return .sampleDeleted(user: user, uuid: uuid)
+    }
+
+    /// Ids must be in Unicode normalization form C. Swift compares strings by canonical
+    /// equivalence, so "\u{e9}" and "e\u{301}" would be one user (or one sample, or one
+    /// source) to the core while Kafka keys and SQLite rows tell them apart; NFC is the one
+    /// spelling of each equivalence class, so requiring it makes equal mean byte-equal.
+    /// ASCII, nearly every id, is NFC and costs one pass over the bytes.
+    private func requireNFC(_ text: String, path: String) throws(EventError) {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return }
+        guard text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8) else {
+            throw EventError(code: .notNormalized, field: path,
+                             message: "\(JSONWriter.quoted(text)) is not in Unicode normalization form C (NFC); ids are compared byte for byte, so normalize them (NFC) before publishing")
         }
     }
 

@@ -15,8 +15,9 @@ final class PartitionWorker {
     /// The end of the partition as last reported by the consumer.
     var endOffset: Int64?
     private(set) var broken = false
-    /// Dead letters recorded and not yet handed to the DLQ producer.
-    var deadLettersPending = false
+    /// Dead letters recorded and not yet handed to the DLQ producer (true on opening: a
+    /// previous run may have left some unforwarded).
+    var deadLettersPending = true
 
     init(shard: Shard, priority: SourcePriority) throws {
         self.shard = shard
@@ -52,17 +53,18 @@ final class PartitionWorker {
                 outcome.skipped += 1 // already in the shard (redelivered after a seek or rebalance)
                 continue
             }
-            let decoded = message.value.withUnsafeBufferPointer { bytes in
-                Result { () throws(EventError) in try decoder.decode(bytes) }
-            }
+            let decoded = message.value.count > EventDecoder.maximumEventBytes
+                ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
+                : message.value.withUnsafeBufferPointer { bytes in Result { () throws(EventError) in try decoder.decode(bytes) } }
             switch decoded {
             case .failure(let error):
                 batch.deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                           reason: error.description, code: error.code.rawValue))
                 outcome.deadLetters += 1
             case .success(let event):
-                let keyUser = String(decoding: message.key, as: UTF8.self)
-                if !message.key.isEmpty, keyUser != event.user {
+                // Byte for byte: String's == would take a differently normalized key for the user.
+                if !message.key.isEmpty, !message.key.elementsEqual(event.user.utf8) {
+                    let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
                     batch.deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                               reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",

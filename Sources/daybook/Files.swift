@@ -16,7 +16,7 @@ enum Files {
 
     /// A line longer than this is rejected without being kept in memory. An event is a few
     /// hundred bytes; Kafka's default limit for a message is 1 MB.
-    static let maximumLineBytes = 1 << 20
+    static let maximumLineBytes = EventDecoder.maximumEventBytes
 
     /// Opens `path` for reading events: `-` is standard input, a regular file is mapped,
     /// anything else that can be read (a FIFO, /dev/stdin) is streamed.

@@ -112,3 +112,25 @@ import Testing
         #expect(JSONWriter.number(1e300) == "1e+300")
     }
 }
+
+@Suite struct NormalizationTests {
+    @Test func idsMustBeNFCSoThatEqualMeansByteEqual() throws {
+        let decoder = EventDecoder()
+        func line(user: String, uuid: String = "u1", source: String = "watch") -> String {
+            #"{"type":"sample-added","user":"\#(user)","sample":{"uuid":"\#(uuid)","metric":"steps","source":"\#(source)","start":"2024-03-02T09:00:00Z","end":"2024-03-02T10:00:00Z","value":1,"unit":"count","zone":"UTC"}}"#
+        }
+        // "\u{e9}" is NFC; "e\u{301}" is its NFD spelling, equal to it under Swift's ==.
+        #expect("\u{e9}" == "e\u{301}")
+        #expect(throws: Never.self) { try decoder.decode(line(user: "\u{e9}")) }
+        for (text, field) in [(line(user: "e\u{301}"), "user"), (line(user: "a", uuid: "e\u{301}"), "sample.uuid"),
+                              (line(user: "a", source: "e\u{301}"), "sample.source"),
+                              (#"{"type":"sample-deleted","user":"e\u0301","uuid":"x"}"#, "user")] {
+            do {
+                _ = try decoder.decode(text)
+                Issue.record("accepted \(text)")
+            } catch {
+                #expect(error.code == .notNormalized && error.field == field, "\(error)")
+            }
+        }
+    }
+}
