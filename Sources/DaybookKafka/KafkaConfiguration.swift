@@ -118,8 +118,6 @@ public struct ConsumerConfiguration: Sendable {
     public var sessionTimeoutMilliseconds: Int = 10_000
     /// `heartbeat.interval.ms`. Default: 1000.
     public var heartbeatIntervalMilliseconds: Int = 1_000
-    /// `enable.partition.eof`: report reaching the end of a partition. Default: true.
-    public var reportEndOfPartition: Bool = true
     /// `fetch.max.bytes`-style budget per fetch, in bytes. Default: 52428800.
     public var fetchMaxBytes: Int = 52_428_800
     /// `queued.min.messages`: messages prefetched per partition. Default: 1000000.
@@ -137,6 +135,11 @@ public struct ConsumerConfiguration: Sendable {
         "enable.auto.commit": "false",
         "enable.auto.offset.store": "false",
         "auto.offset.reset": "error",
+        // --until-caught-up needs the end of each partition reported.
+        "enable.partition.eof": "true",
+        // Eager rebalancing: the projector holds every newly assigned partition until its
+        // shard is open and checked (incremental protocols assign differently).
+        "partition.assignment.strategy": "range,roundrobin",
     ]
 
     public func properties(for connection: KafkaConnection) throws(KafkaError) -> [String: String] {
@@ -145,11 +148,9 @@ public struct ConsumerConfiguration: Sendable {
         if let groupInstanceID { p["group.instance.id"] = groupInstanceID }
         p["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
         p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
-        p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
         p["fetch.max.bytes"] = String(fetchMaxBytes)
         p["queued.min.messages"] = String(prefetchMessages)
         p["queued.max.messages.kbytes"] = String(prefetchKilobytes)
-        p["partition.assignment.strategy"] = "range,roundrobin"
         return try merge(p, connection, locked: ConsumerConfiguration.locked)
     }
 }

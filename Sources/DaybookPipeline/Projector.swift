@@ -148,6 +148,10 @@ public final class Projector: RebalanceHandler {
     private var highAtStart: [Int32: Int64] = [:]
     private let groupID: String
     private let sessionTimeoutMilliseconds: Int
+    /// Per partition, the last dead-letter row handed to the DLQ producer.
+    private var outboxCursor: [Int32: Int64] = [:]
+    static let outboxPage = 1_000
+    static let dlqPayloadLimit = 512 * 1_024
     /// Partitions re-sought once after a jump in offsets, and where (see `checkContinuity`).
     private var resought: [Int32: Int64] = [:]
 
@@ -158,6 +162,7 @@ public final class Projector: RebalanceHandler {
                               fingerprint: priority.fingerprint, lockTimeout: .zero)
         try checkCluster(shard)
         let worker = try PartitionWorker(shard: shard, priority: priority)
+        outboxCursor[partition] = 0
         logger.info("partition \(partition): shard at offset \(shard.nextOffset), \(worker.ledger.liveSampleCount) live samples")
         return worker
     }
@@ -258,6 +263,26 @@ public final class Projector: RebalanceHandler {
         return false
     }
 
+    /// When the consumer delivered nothing for `connectTimeout`, asks the cluster for its
+    /// metadata: a cluster that went away ends an `--until-caught-up` run with a Kafka error
+    /// (exit 69) instead of a lag that never moves; a long-running projector warns and
+    /// keeps trying (librdkafka reconnects by itself).
+    private func checkClusterStillAnswers(heardFrom: Bool) throws {
+        let now = ContinuousClock.now
+        if heardFrom { lastHeard = now }
+        guard now - lastHeard >= options.connectTimeout else { return }
+        lastHeard = now
+        do {
+            _ = try consumer.partitionCount(options.topic, timeoutMilliseconds: max(1, min(5_000, Self.milliseconds(options.connectTimeout))))
+        } catch {
+            let message = "the Kafka cluster stopped answering (nothing for \(options.connectTimeout), then \(error))"
+            if options.untilCaughtUp { throw ProjectorError(kind: .kafka, message: message + "; nothing past the shards' offsets was lost: rerun once it is back") }
+            logger.warning(message + "; retrying")
+        }
+    }
+
+    private var lastHeard = ContinuousClock.now
+
     static func milliseconds(_ d: Duration) -> Int32 {
         Int32(clamping: d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000)
     }
@@ -273,6 +298,7 @@ public final class Projector: RebalanceHandler {
         var lastProgress = started
         var appliedSinceProgress = 0
         var rate = 0.0
+        lastHeard = started
 
         // One metadata round trip first: an unreachable cluster or a missing topic ends the
         // run within `connectTimeout`, in both modes, instead of polling forever.
@@ -330,6 +356,7 @@ public final class Projector: RebalanceHandler {
                 throw classify(error)
             }
             let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
+            try checkClusterStillAnswers(heardFrom: !events.isEmpty)
             // Assignments recorded during this poll are started before their messages count.
             do {
                 try startHeldPartitions()
@@ -468,16 +495,29 @@ public final class Projector: RebalanceHandler {
         for (partition, worker) in workers where worker.deadLettersPending {
             worker.deadLettersPending = false
             do {
-                for (row, letter) in try worker.shard.unforwardedDeadLetters() where !inFlight[partition, default: []].contains(row) {
+                // Rows after the last one handed over, a page at a time: a full page means more
+                // are waiting, so the outbox drains over the next rounds, whatever its size.
+                let page = try worker.shard.unforwardedDeadLetters(after: outboxCursor[partition] ?? 0, limit: Self.outboxPage)
+                if page.count == Self.outboxPage { worker.deadLettersPending = true }
+                for (row, letter) in page where !inFlight[partition, default: []].contains(row) {
                     inFlight[partition, default: []].insert(row)
+                    outboxCursor[partition] = max(outboxCursor[partition] ?? 0, row)
                     let id = nextOutboxID
                     nextOutboxID += 1
                     outboxIDs[id] = (partition, row)
-                    try producer.send(topic: options.deadLetterTopic, key: letter.key, value: letter.payload, headers: [
+                    var headers: [(String, [UInt8])] = [
                         ("daybook.reason", Array(letter.reason.utf8)),
                         ("daybook.code", Array(letter.code.utf8)),
                         ("daybook.source", Array("\(options.topic)/\(partition)/\(letter.offset)".utf8)),
-                    ], id: id)
+                    ]
+                    // A payload too large for the DLQ topic would fail forever: forward its head
+                    // and say so; the shard keeps it whole.
+                    var payload = letter.payload
+                    if payload.count > Self.dlqPayloadLimit {
+                        headers.append(("daybook.truncated-from", Array(String(payload.count).utf8)))
+                        payload = Array(payload.prefix(Self.dlqPayloadLimit))
+                    }
+                    try producer.send(topic: options.deadLetterTopic, key: letter.key, value: payload, headers: headers, id: id)
                 }
             } catch {
                 logger.warning("dead-letter outbox of partition \(partition): \(error); will retry")
@@ -498,6 +538,7 @@ public final class Projector: RebalanceHandler {
         for id in reports.failed {
             guard let (partition, row) = outboxIDs.removeValue(forKey: id) else { continue }
             inFlight[partition]?.remove(row)
+            outboxCursor[partition] = min(outboxCursor[partition] ?? 0, row - 1)
             workers[partition]?.deadLettersPending = true
         }
         reports.delivered.removeAll()

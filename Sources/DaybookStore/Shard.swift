@@ -57,6 +57,11 @@ public final class Shard {
         lockDescriptor = try Shard.lock(path + ".lock", timeout: lockTimeout)
         do {
             database = try Database(path: path)
+            // A database with tables but none of ours is someone else's file: never write into it.
+            let tables = try database.statement("SELECT count(*), count(CASE WHEN name = 'schema_migrations' THEN 1 END) FROM sqlite_master WHERE type = 'table'")
+            if try tables.step(), tables.int64(0) > 0, tables.int64(1) == 0 {
+                throw ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite database with other tables). Move it out of \(directory) and restart: a missing shard is rebuilt from the log.")
+            }
             try database.migrate(Shard.migrations)
             try checkFingerprint(fingerprint)
             let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
@@ -311,9 +316,10 @@ public final class Shard {
     // MARK: Dead-letter outbox
 
     /// Dead letters not yet forwarded to the DLQ topic, oldest first.
-    public func unforwardedDeadLetters(limit: Int = 1_000) throws -> [(id: Int64, letter: DeadLetter)] {
-        let read = try database.statement("SELECT id, offset, key, payload, reason, code FROM dead_letters WHERE forwarded = 0 ORDER BY id LIMIT ?")
-        try read.bind(1, limit)
+    public func unforwardedDeadLetters(after id: Int64 = 0, limit: Int = 1_000) throws -> [(id: Int64, letter: DeadLetter)] {
+        let read = try database.statement("SELECT id, offset, key, payload, reason, code FROM dead_letters WHERE forwarded = 0 AND id > ? ORDER BY id LIMIT ?")
+        try read.bind(1, id)
+        try read.bind(2, limit)
         var out: [(Int64, DeadLetter)] = []
         while try read.step() {
             out.append((read.int64(0), DeadLetter(offset: read.int64(1), key: read.blob(2), payload: read.blob(3), reason: read.text(4), code: read.text(5))))

@@ -109,7 +109,9 @@ struct DaybookConfiguration {
     }
 
     private func string(_ v: JSONValue, _ path: String) throws -> String {
-        guard case .string(let s) = v, !s.isEmpty else { throw ConfigurationError(field: path, message: "must be a non-empty string, got \(v.summary)") }
+        guard case .string(let s) = v, !s.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ConfigurationError(field: path, message: "must be a non-blank string, got \(v.summary)")
+        }
         return s
     }
 

@@ -3,7 +3,7 @@ import DaybookKafka
 /// What every command that talks to Kafka reads from its command line the same way.
 enum KafkaOptions {
     static let connectTimeout = OptionSpec(name: "--connect-timeout", value: "SECONDS",
-                                           help: "Give up (exit 69) if the cluster does not answer within this time (default 30).")
+                                           help: "Give up (exit 69) if the cluster does not answer within this many seconds (1-3600, default 30).")
 
     /// The configuration of a command that needs a cluster: `--brokers` (or a `--config` with
     /// kafka.bootstrap.servers), checked for shape before any connection is tried — a
@@ -15,10 +15,12 @@ enum KafkaOptions {
         }
         let config = try DaybookConfiguration.load(arguments.value("--config"), brokers: arguments.value("--brokers"))
         if let problem = KafkaConnection.problem(bootstrapServers: config.connection.bootstrapServers) {
+            // A problem that quotes the bad entry already says which; others quote the list.
+            let named = { (list: String) in problem.hasPrefix("'") ? problem : "'\(TerminalText.escaped(list))' \(problem)" }
             if let brokers = arguments.value("--brokers") {
-                throw CLIError.usage("--brokers '\(brokers)' \(problem)")
+                throw CLIError.usage("--brokers \(named(brokers))")
             }
-            throw CLIError(code: ExitCode.config, message: "kafka.bootstrap.servers in \(arguments.value("--config") ?? "the configuration") \(problem)")
+            throw CLIError(code: ExitCode.config, message: "kafka.bootstrap.servers in \(arguments.value("--config") ?? "the configuration"): \(named(config.connection.bootstrapServers))")
         }
         let seconds = try arguments.integer("--connect-timeout", default: 30, in: 1...3_600)
         return (config, .seconds(seconds))

@@ -55,7 +55,12 @@ enum ProjectCommand: Subcommand {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("project takes no positional arguments") }
         guard let data = arguments.value("--data") else { throw CLIError.usage("project needs --data DIR") }
         var (config, connectTimeout) = try KafkaOptions.load(arguments, command: "project")
-        if let group = arguments.value("--group") { config.consumer.groupID = group }
+        if let group = arguments.value("--group") {
+            guard !group.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw CLIError.usage("--group '\(TerminalText.escaped(group))' is blank; name the consumer group (default daybook-projector)")
+            }
+            config.consumer.groupID = group
+        }
         var options = ProjectorOptions(dataDirectory: data)
         options.untilCaughtUp = arguments.has("--until-caught-up")
         options.solo = arguments.has("--solo")

@@ -40,8 +40,8 @@ import Testing
 
     /// Sends raw payloads keyed by user with our own producer: what any producer (kcat) can do
     /// without `daybook publish`'s validation.
-    static func produceRaw(_ lines: [String], user: String = "ana", to broker: BrokerProcess) throws {
-        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrap), logger: .silent) { _ in }
+    static func produceRaw(_ lines: [String], user: String = "ana", to broker: BrokerProcess, properties: [String: String] = [:]) throws {
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrap, properties: properties), logger: .silent) { _ in }
         for (i, line) in lines.enumerated() {
             try producer.send(topic: "health-samples", key: Array(user.utf8), value: Array(line.utf8), id: i)
         }
@@ -240,5 +240,107 @@ import Testing
             #expect(r.status == 64, "\(command) '\(brokers)': \(r.stderr)")
             #expect(r.stderr.contains("--brokers '\(brokers)'"), "\(r.stderr)")
         }
+    }
+
+    // MARK: Found by a hostile review of the fixes above
+
+    /// Runs a query on a shard with Python's sqlite3 and returns its rows as Python prints them.
+    static func query(_ path: String, _ sql: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall())", path, sql]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        p.waitUntilExit()
+        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func canonicallyEquivalentUserIdsAreNeverMerged() throws {
+        // "\u00e9" (NFC) and "e\u0301" (NFD) are one string to Swift's ==: they used to be one
+        // user (105 steps). The NFD spelling is now rejected by name; the NFC user keeps 100.
+        let lines = [
+            #"{"type":"sample-added","user":"\u00e9","sample":{"uuid":"x1","metric":"steps","source":"watch","start":"2024-03-01T00:00:00Z","end":"2024-03-01T00:10:00Z","value":100,"unit":"count","zone":"UTC"}}"#,
+            #"{"type":"sample-added","user":"e\u0301","sample":{"uuid":"x2","metric":"steps","source":"phone","start":"2024-03-01T00:00:00Z","end":"2024-03-01T00:10:00Z","value":70,"unit":"count","zone":"UTC"}}"#,
+            #"{"type":"sample-deleted","user":"e\u0301","uuid":"x1"}"#,
+        ]
+        let r = try Daybook.run(["rollup", try scratch.file(lines.joined(separator: "\n") + "\n")])
+        #expect(r.status == 65)
+        #expect(r.stderr.contains("line 2: user:") && r.stderr.contains("is not in Unicode normalization form C"), "\(r.stderr)")
+        #expect(r.stderr.contains("line 3: user:"), "\(r.stderr)")
+        #expect(r.stdout.contains(#""value":100"#), "\(r.stdout)")
+    }
+
+    @Test func aBlankConsumerGroupIsAUsageErrorNotACrash() throws {
+        for group in ["", " "] {
+            let r = try Daybook.run(["project", "--brokers", "127.0.0.1:1", "--data", dataDirectory(), "--group", group, "--until-caught-up"])
+            #expect(r.status == 64, "'\(group)': \(r.stderr)")
+            #expect(r.stderr.contains("--group"), "\(r.stderr)")
+        }
+        let config = try scratch.file(#"{"kafka":{"consumer":{"group.id":" "}}}"#)
+        let r = try Daybook.run(["project", "--brokers", "127.0.0.1:1", "--data", dataDirectory(), "--config", config])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("kafka.consumer.group.id: must be a non-blank string"), "\(r.stderr)")
+    }
+
+    @Test func settingsTheProjectorReliesOnCannotBeChanged() throws {
+        for property in [#""enable.partition.eof":false"#, #""partition.assignment.strategy":"cooperative-sticky""#] {
+            let config = try scratch.file(#"{"kafka":{"properties":{\#(property)}}}"#)
+            let r = try Daybook.run(["project", "--brokers", "127.0.0.1:1", "--data", dataDirectory(), "--config", config, "--until-caught-up"])
+            #expect(r.status == 78, "\(property): \(r.stderr)")
+            #expect(r.stderr.contains("is not allowed"), "\(r.stderr)")
+        }
+    }
+
+    @Test func theWholeDeadLetterOutboxDrainsAndAForeignDatabaseIsNeverWritten() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        // 2,500 poison events: the outbox reads 1,000 rows at a time and used to stop after the first page.
+        try Self.produceRaw((0..<2_500).map { #"{"type":"sample-added","user":"ana","sample":{"n":\#($0)}}"# }, to: broker)
+        let dir = dataDirectory()
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let shard = dir + "/health-samples-0000.sqlite"
+        #expect(try Self.query(shard, "select forwarded, count(*) from dead_letters group by forwarded") == "[(1, 2500)]")
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrap), configuration: ConsumerConfiguration(), logger: .silent)
+        #expect(try consumer.watermarks(TopicPartition("health-samples.dlq", 0)).high == 2_500)
+        consumer.close()
+
+        // Someone else's SQLite file where a shard would go: exit 65, and it stays untouched.
+        let foreign = dataDirectory()
+        try FileManager.default.createDirectory(atPath: foreign, withIntermediateDirectories: true)
+        _ = try Self.query(foreign + "/health-samples-0000.sqlite", "create table x(a)")
+        let p = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", foreign, "--solo", "--until-caught-up"])
+        #expect(p.status == 65, "\(p.stderr)")
+        #expect(p.stderr.contains("is not a Daybook shard"), "\(p.stderr)")
+        #expect(try Self.query(foreign + "/health-samples-0000.sqlite", "select name from sqlite_master") == "[('x',)]")
+    }
+
+    @Test func aKafkaMessageOverOneMiBIsADeadLetterAsRollupRejectsIt() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        let pad = String(repeating: "x", count: 1_100_000)
+        let big = Self.steps("big", "watch", "2024-03-02T13:00:00Z", "2024-03-02T14:00:00Z", "7", extra: #","pad":"\#(pad)""#)
+        try Self.produceRaw([Self.goodPair[0], big, Self.goodPair[1]], to: broker, properties: ["message.max.bytes": "5000000"])
+        let dir = dataDirectory()
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(r.status == 0, "\(r.stderr)")
+        // 1050 as rollup computes it without the oversized line (which it rejects), not 1057.
+        #expect(try Self.stepsOn(dir)?.contains(#""value":1050"#) == true)
+        #expect(try Self.query(dir + "/health-samples-0000.sqlite", "select offset from dead_letters") == "[(1,)]")
+    }
+
+    @Test func anUntilCaughtUpRunEndsWith69WhenTheClusterGoesAway() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        try Self.produceRaw(Self.goodPair, to: broker)
+        // Group mode: joining takes the mock a few seconds; the broker dies meanwhile.
+        let p = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dataDirectory(), "--group", "hardening-gone",
+                                    "--until-caught-up", "--connect-timeout", "3"])
+        Thread.sleep(forTimeInterval: 1)
+        _ = broker.stop()
+        let status = p.wait(seconds: 30)
+        if status == nil { p.kill9() }
+        #expect(status == 69, "\(p.stderr)")
+        #expect(p.stderr.contains("stopped answering") || p.stderr.contains("cannot reach"), "\(p.stderr)")
     }
 }

@@ -38,7 +38,7 @@ import Testing
         let bad = try scratch.file(#"{"kafka":{"secrets":{"sasl.password":7}}}"#, suffix: ".json")
         let r = try Daybook.run(["rollup", events, "--config", bad])
         #expect(r.status == 78)
-        #expect(r.stderr.contains("kafka.secrets.sasl.password: must be a non-empty string, got 7"))
+        #expect(r.stderr.contains("kafka.secrets.sasl.password: must be a non-blank string, got 7"))
         // Commands that talk to Kafka still need them.
         let publish = try Daybook.run(["publish", "--config", config, events])
         #expect(publish.status == 78)
