@@ -293,6 +293,8 @@ public struct JSONParser {
         }
 
         mutating func number() throws(JSONSyntaxError) -> JSONValue {
+            // FastEventReader calls this directly for "schema", possibly at the end of the input.
+            guard i < bytes.count else { throw fail("unexpected end of input") }
             let start = i
             var negative = false
             if bytes[i] == 45 {
