@@ -29,7 +29,9 @@ let package = Package(
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
-        .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore"]),
-        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook"]),
+        // Per-test temporary directories, shared by the test targets that write files.
+        .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
+        .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"]),
     ]
 )

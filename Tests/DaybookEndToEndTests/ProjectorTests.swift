@@ -1,3 +1,4 @@
+import DaybookTestSupport
 import DaybookCore
 import DaybookKafka
 import DaybookStore

@@ -1,3 +1,4 @@
+import DaybookTestSupport
 import DaybookKafka
 import Foundation
 import Testing

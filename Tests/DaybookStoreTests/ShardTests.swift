@@ -1,3 +1,4 @@
+import DaybookTestSupport
 @testable import DaybookStore
 import DaybookCore
 import Foundation

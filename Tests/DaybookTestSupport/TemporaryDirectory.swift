@@ -7,10 +7,10 @@ import Foundation
 /// nothing behind (GRDB's per-test directory, removed in tearDown). Every such directory
 /// lives under `TemporaryDirectory.processRoot`, which is removed when the test process
 /// exits, so files made by static helpers, or by a test that fails half-way, go too.
-final class TemporaryDirectory {
-    let path: String
+public final class TemporaryDirectory {
+    public let path: String
 
-    init() {
+    public init() {
         path = TemporaryDirectory.processRoot + "/" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -18,19 +18,19 @@ final class TemporaryDirectory {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
     /// A new file in this directory holding `contents`.
-    func file(_ contents: String, suffix: String = ".jsonl") throws -> String {
+    public func file(_ contents: String, suffix: String = ".jsonl") throws -> String {
         let file = path + "/" + UUID().uuidString + suffix
         try contents.write(toFile: file, atomically: true, encoding: .utf8)
         return file
     }
 
     /// A path in this directory that does not exist yet (for a data directory, a bootstrap file…).
-    func newPath(_ prefix: String = "item") -> String {
+    public func newPath(_ prefix: String = "item") -> String {
         path + "/" + prefix + "-" + UUID().uuidString
     }
 
     /// One directory per test process under the system's temporary directory, removed at exit.
-    static let processRoot: String = {
+    public static let processRoot: String = {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("daybook-tests-\(getpid())-\(UUID().uuidString.prefix(8))").path
         try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         atexit { TemporaryDirectory.removeProcessRoot() }
