@@ -1,10 +1,18 @@
-/// The incremental state of the rollup: every live sample and tombstone, indexed so that
-/// one event can be applied and only the days it touches recomputed.
+/// The incremental state of the rollup: live samples and tombstones, indexed so that one
+/// event can be applied and only the days it touches recomputed.
 ///
 /// Use it in one of two ways, which give identical rows (the tests check this):
 /// - batch: `apply` every event of the log, then `allTotals()`;
 /// - incremental: `apply` one event, which returns the keys it made dirty, then
 ///   `recompute(_:)` just those and store the rows (nil means "delete the row").
+///
+/// A ledger made without a store holds everything in memory. A ledger made with a
+/// `LedgerStore` is a cache over it: before a batch, `load(for:)` fetches from the store
+/// exactly what applying those events and recomputing their days will read (each uuid's
+/// stored version, and the samples of each (user, metric) near the events' days); after
+/// the batch is durably written, `evictIfOverBudget()` drops the least recently used
+/// users until the cache fits its byte budget. Nothing is lost by eviction: the store holds
+/// everything the ledger held once the batch is written. The ledger itself does no I/O.
 ///
 /// Complexity: `apply` is O(b + z·d) for b samples sharing the sample's UTC days
 /// (only their zones are read), z distinct zones among them (usually 1) and d days the
@@ -14,6 +22,10 @@
 /// Not thread-safe: one owner applies and reads (a projector owns one ledger per shard).
 public final class Ledger {
     public let priority: SourcePriority
+    /// Where evicted and never-loaded state lives; nil: everything is in memory.
+    private let store: (any LedgerStore)?
+    /// The most the cache may hold between batches, in (estimated) bytes.
+    public var cacheBudgetBytes: Int
 
     private var sources: [String] = []
     private var sourceIDs: [String: Int32] = [:]
@@ -21,13 +33,151 @@ public final class Ledger {
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
     private var users: [String: UserState] = [:]
+    /// Advances once per `load`: a user's `lastUse` says how recently it was needed.
+    private var clock: UInt64 = 0
+    /// Users whose estimated size may have changed since the last `evictIfOverBudget`.
+    private var touched: [UserState] = []
+    /// Estimated bytes of the cached users (see `UserState.estimatedBytes`).
+    public private(set) var cachedBytes = 0
+    /// Rows the store returned since the ledger was made (how much the cache missed).
+    public private(set) var loadedFromStore = 0
 
+    /// An in-memory ledger (rollups of a file, tests, benchmarks).
     public init(priority: SourcePriority = .builtIn) {
         self.priority = priority
+        store = nil
+        cacheBudgetBytes = .max
     }
 
-    /// Number of live (not deleted) samples.
+    /// A ledger that caches `store` within `cacheBudgetBytes`. It starts empty: opening it
+    /// reads nothing.
+    public init(priority: SourcePriority, store: any LedgerStore, cacheBudgetBytes: Int) {
+        self.priority = priority
+        self.store = store
+        self.cacheBudgetBytes = cacheBudgetBytes
+    }
+
+    /// Number of live (not deleted) samples applied minus those removed (meaningful for an
+    /// in-memory ledger; a cached ledger counts only what passed through it).
     public private(set) var liveSampleCount = 0
+
+    /// Users in the cache.
+    public var cachedUserCount: Int { users.count }
+
+    // MARK: Loading from the store
+
+    /// Fetches from the store what applying `events` and then recomputing the days they
+    /// make dirty will read. Call it before applying a batch; between it and the end of the
+    /// batch nothing is evicted. Does nothing for an in-memory ledger.
+    public func load(for events: [Event]) throws {
+        guard let store else { return }
+        clock += 1
+        // 1. Each uuid's stored state, for the uuids the cache does not know.
+        var unknown: [String: [String]] = [:]
+        var seen: [String: Set<String>] = [:]
+        for event in events {
+            let (userID, uuid) = event.userAndUUID
+            let state = user(userID)
+            if state.uuids[uuid] == nil, seen[userID, default: []].insert(uuid).inserted {
+                unknown[userID, default: []].append(uuid)
+            }
+        }
+        for (userID, uuids) in unknown {
+            guard let state = users[userID] else { continue }
+            for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
+                switch entry {
+                case .absent: state.uuids[uuid] = .absent
+                case .tombstoned: state.uuids[uuid] = .tombstoned
+                case .live(let sample, let seq):
+                    // Its record comes with its days; a store that did not return it there
+                    // still gets it in (the ledger must know every version in force it replaces).
+                    try ensureLoaded(Ledger.loadRange(sample), metric: sample.metric, state: state, user: userID, store: store)
+                    if state.uuids[uuid] == nil {
+                        state.uuids[uuid] = .live(metric: sample.metric, seq: seq)
+                        state.metrics[sample.metric, default: MetricState()].insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
+                    }
+                }
+            }
+        }
+        var ranges: [(UserState, String, Metric, ClosedRange<Int32>)] = []
+        // 2. The samples near every version an event adds or replaces.
+        for event in events {
+            let (userID, uuid) = event.userAndUUID
+            guard let state = users[userID] else { continue }
+            if case .sampleAdded(let sample) = event {
+                ranges.append((state, userID, sample.metric, Ledger.loadRange(sample)))
+            }
+            if case .live(let metric, let seq)? = state.uuids[uuid], let r = state.metrics[metric]?.records[seq] {
+                ranges.append((state, userID, metric, Ledger.widen(MetricState.loadDays(of: r, cumulative: metric.isCumulative))))
+            }
+        }
+        for (state, userID, metric, days) in ranges {
+            try ensureLoaded(days, metric: metric, state: state, user: userID, store: store)
+        }
+    }
+
+    /// UTC days whose samples a version of `sample` can touch, as a change or a recompute:
+    /// its own days (for heart rate: its start's) ± 2 (civil days lie within their UTC day
+    /// ± 1, and a recompute reads the days around them ± 1).
+    private static func loadRange(_ sample: Sample) -> ClosedRange<Int32> {
+        let first = Int32(floorDiv(sample.start.nanoseconds, Instant.nanosPerDay))
+        let last = (!sample.metric.isCumulative || sample.start == sample.end) ? first
+            : Int32(floorDiv(sample.end.nanoseconds - 1, Instant.nanosPerDay))
+        return widen(first...max(first, last))
+    }
+
+    private static func widen(_ days: ClosedRange<Int32>) -> ClosedRange<Int32> {
+        (days.lowerBound - 2)...(days.upperBound + 2)
+    }
+
+    private func ensureLoaded(_ days: ClosedRange<Int32>, metric: Metric, state: UserState, user userID: String,
+                              store: any LedgerStore) throws {
+        var day = days.lowerBound
+        while day <= days.upperBound {
+            guard !(state.metrics[metric]?.loaded.contains(day) ?? false) else { day += 1; continue }
+            var last = day
+            while last < days.upperBound, !(state.metrics[metric]?.loaded.contains(last + 1) ?? false) { last += 1 }
+            let stored = try store.samples(user: userID, metric: metric, days: day...last)
+            loadedFromStore += stored.count
+            var metricState = state.metrics[metric] ?? MetricState()
+            state.metrics[metric] = nil // keep the state uniquely referenced while it changes
+            for d in day...last { metricState.loaded.insert(d) }
+            for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[sample.uuid] == nil {
+                let record = makeRecord(sample, seq: seq)
+                state.uuids[sample.uuid] = .live(metric: metric, seq: seq)
+                metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
+            }
+            state.metrics[metric] = metricState
+            day = last + 1
+        }
+    }
+
+    /// Drops the least recently used users until the cache fits its budget (down to 3/4
+    /// of it, so that eviction runs in rounds, not after every batch). Call it only when
+    /// everything applied so far has been written to the store.
+    public func evictIfOverBudget() {
+        for state in touched {
+            let bytes = state.estimatedBytes
+            cachedBytes += bytes - state.accountedBytes
+            state.accountedBytes = bytes
+        }
+        touched.removeAll(keepingCapacity: true)
+        guard store != nil, cachedBytes > cacheBudgetBytes else { return }
+        let target = cacheBudgetBytes / 4 * 3
+        for (id, state) in users.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+            guard cachedBytes > target else { break }
+            cachedBytes -= state.accountedBytes
+            users[id] = nil
+        }
+    }
+
+    /// Forgets everything cached (after a failed write, the cache may be ahead of the store).
+    public func dropCache() {
+        guard store != nil else { return }
+        users.removeAll()
+        touched.removeAll()
+        cachedBytes = 0
+    }
 
     // MARK: Applying events
 
@@ -43,47 +193,57 @@ public final class Ledger {
         switch event {
         case .sampleAdded(let sample):
             let state = user(sample.user)
-            guard !state.tombstones.contains(sample.uuid) else { return dirty }
+            if case .tombstoned? = state.uuids[sample.uuid] { return dirty }
             let record = makeRecord(sample, seq: position)
-            if let old = state.live[sample.uuid] {
-                if old.metric == sample.metric, let existing = state.metrics[old.metric]?.records[old.seq],
+            if case .live(let metric, let seq)? = state.uuids[sample.uuid] {
+                if metric == sample.metric, let existing = state.metrics[metric]?.records[seq],
                    existing.sameContent(as: record) {
                     return dirty // Redelivery of the version in force: nothing changes.
                 }
                 remove(uuid: sample.uuid, from: state, userID: sample.user, dirty: &dirty)
             }
-            state.live[sample.uuid] = (sample.metric, position)
+            state.uuids[sample.uuid] = .live(metric: sample.metric, seq: position)
             state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
             liveSampleCount += 1
             collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
         case .sampleDeleted(let userID, let uuid):
             let state = user(userID)
-            state.tombstones.insert(uuid)
             remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
+            state.uuids[uuid] = .tombstoned
         }
         return dirty
     }
 
-    /// Whether `uuid` of `user` has been deleted (and so can never be added again).
+    /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
+    /// as the cache knows.
     public func isTombstoned(user: String, uuid: String) -> Bool {
-        users[user]?.tombstones.contains(uuid) ?? false
+        if case .tombstoned? = users[user]?.uuids[uuid] { return true }
+        return false
     }
 
     private func user(_ id: String) -> UserState {
-        if let state = users[id] { return state }
-        let state = UserState()
-        users[id] = state
+        let state: UserState
+        if let existing = users[id] {
+            state = existing
+        } else {
+            state = UserState()
+            users[id] = state
+        }
+        if store != nil, state.lastUse != clock {
+            state.lastUse = clock
+            touched.append(state)
+        }
         return state
     }
 
     private func remove(uuid: String, from state: UserState, userID: String, dirty: inout Set<DayKey>) {
-        guard let old = state.live.removeValue(forKey: uuid),
-              let record = state.metrics[old.metric]?.records[old.seq] else { return }
-        collectDirty(record, metric: old.metric, state: state, user: userID, into: &dirty)
-        state.metrics[old.metric]?.remove(record, cumulative: old.metric.isCumulative, zones: zones)
+        guard case .live(let metric, let seq)? = state.uuids[uuid] else { return }
+        state.uuids[uuid] = .absent
+        guard let record = state.metrics[metric]?.records[seq] else { return }
+        collectDirty(record, metric: metric, state: state, user: userID, into: &dirty)
+        state.metrics[metric]?.remove(record, cumulative: metric.isCumulative, zones: zones)
         liveSampleCount -= 1
     }
-
     private func makeRecord(_ s: Sample, seq: Int64) -> Record {
         Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq,
                source: intern(source: s.source), zone: intern(zone: s.zone), uuid: s.uuid)
@@ -294,9 +454,28 @@ public struct Explanation: Sendable {
 // MARK: - Storage
 
 private final class UserState {
-    var live: [String: (metric: Metric, seq: Int64)] = [:]
-    var tombstones: Set<String> = []
+    /// What the cache knows of each uuid: its version in force, or that it was deleted, or
+    /// that the store has nothing. A uuid missing here is unknown (in a cached ledger).
+    var uuids: [String: UUIDState] = [:]
     var metrics = MetricTable()
+    /// The ledger's clock at the last batch that needed this user.
+    var lastUse: UInt64 = 0
+    /// `estimatedBytes` when the ledger last added it up.
+    var accountedBytes = 0
+
+    /// A deliberately rough size: per record its table entry, bucket entries and uuid; per
+    /// bucket its arrays; per uuid its map entry. Calibrated against peak RSS (BENCHMARKS.md).
+    var estimatedBytes: Int {
+        var bytes = 256 + uuids.count * 96
+        for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 16 }
+        return bytes
+    }
+}
+
+enum UUIDState {
+    case live(metric: Metric, seq: Int64)
+    case tombstoned
+    case absent
 }
 
 /// A user's `MetricState`s in a fixed array indexed by metric (no hashing on the hot path).
@@ -330,6 +509,16 @@ private struct MetricTable {
 private struct MetricState {
     var records: [Int64: Record] = [:]
     var buckets: [Int32: Bucket] = [:]
+    /// UTC days whose samples are all in `records` (cumulative: overlapping the day;
+    /// heart rate: starting in it). Used only by a ledger with a store.
+    var loaded: Set<Int32> = []
+
+    /// The UTC days a record is found under when loading from a store.
+    static func loadDays(of r: Record, cumulative: Bool) -> ClosedRange<Int32> {
+        if cumulative { return utcDays(of: r) }
+        let day = Int32(floorDiv(r.start, Instant.nanosPerDay))
+        return day...day
+    }
 
     struct Bucket {
         var seqs: [Int64] = []
@@ -391,6 +580,33 @@ private struct MetricState {
             }
         }
         return out
+    }
+}
+
+/// What a ledger reads from durable storage, and what the shard store implements.
+public protocol LedgerStore: AnyObject {
+    /// The stored state of each of `uuids` of `user` (every uuid asked gets an answer).
+    func entries(user: String, uuids: [String]) throws -> [String: StoredEntry]
+    /// The stored samples of (`user`, `metric`) that lie in the UTC days `days`: for
+    /// cumulative metrics every sample overlapping one of them (an instant on its day), for
+    /// heart rate every sample starting in them; each with its log position.
+    func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)]
+}
+
+/// A uuid's stored state.
+public enum StoredEntry: Sendable, Equatable {
+    case absent
+    case tombstoned
+    case live(Sample, seq: Int64)
+}
+
+extension Event {
+    /// The user and the uuid the event is about.
+    public var userAndUUID: (user: String, uuid: String) {
+        switch self {
+        case .sampleAdded(let s): return (s.user, s.uuid)
+        case .sampleDeleted(let user, let uuid): return (user, uuid)
+        }
     }
 }
 

@@ -3,11 +3,12 @@ import DaybookKafka
 import DaybookStore
 
 /// Applies one partition's messages to its shard: decode, skip what the shard already has,
-/// apply to the in-memory ledger, recompute the dirty days, and commit rows, samples,
-/// dead letters and the next offset in one transaction.
+/// load what the batch needs from the shard into the ledger's cache, apply, recompute the
+/// dirty days, and commit rows, samples, dead letters and the next offset in one
+/// transaction; then let the cache shrink back to its budget.
 ///
-/// If a commit fails the worker is `broken`: its ledger is ahead of its shard, so it must be
-/// dropped and reopened from the shard (which still holds the last good state and offset).
+/// If a load or a commit fails the worker is `broken`: its cache may be ahead of its shard,
+/// so it must be dropped and reopened (the shard still holds the last good state and offset).
 final class PartitionWorker {
     let shard: Shard
     let ledger: Ledger
@@ -19,11 +20,11 @@ final class PartitionWorker {
     /// previous run may have left some unforwarded).
     var deadLettersPending = true
 
-    init(shard: Shard, priority: SourcePriority) throws {
+    /// Opening reads nothing from the shard: the cache fills as batches need it.
+    init(shard: Shard, priority: SourcePriority, cacheBudgetBytes: Int) {
         self.shard = shard
         partition = TopicPartition(shard.topic, shard.partition)
-        ledger = Ledger(priority: priority)
-        try shard.restore(into: ledger)
+        ledger = Ledger(priority: priority, store: shard, cacheBudgetBytes: cacheBudgetBytes)
     }
 
     var isCaughtUp: Bool { endOffset.map { shard.nextOffset >= $0 } ?? false }
@@ -47,7 +48,8 @@ final class PartitionWorker {
         }
         let decoder = EventDecoder()
         var batch = Shard.Batch(nextOffset: last.offset + 1)
-        var dirty = Set<DayKey>()
+        var events: [(event: Event, offset: Int64)] = []
+        events.reserveCapacity(messages.count)
         for message in messages {
             guard message.offset >= shard.nextOffset else {
                 outcome.skipped += 1 // already in the shard (redelivered after a seek or rebalance)
@@ -72,16 +74,26 @@ final class PartitionWorker {
                     outcome.deadLetters += 1
                     continue
                 }
-                let changed = ledger.apply(event, at: message.offset)
-                switch event {
-                case .sampleAdded(let sample):
-                    if !changed.isEmpty { batch.upserts.append((sample, message.offset)) }
-                case .sampleDeleted(let user, let uuid):
-                    batch.deletes.append((user, uuid))
-                }
-                dirty.formUnion(changed)
-                outcome.applied += 1
+                events.append((event, message.offset))
             }
+        }
+        do {
+            try ledger.load(for: events.map(\.event))
+        } catch {
+            fail()
+            throw error
+        }
+        var dirty = Set<DayKey>()
+        for (event, offset) in events {
+            let changed = ledger.apply(event, at: offset)
+            switch event {
+            case .sampleAdded(let sample):
+                if !changed.isEmpty { batch.upserts.append((sample, offset)) }
+            case .sampleDeleted(let user, let uuid):
+                batch.deletes.append((user, uuid))
+            }
+            dirty.formUnion(changed)
+            outcome.applied += 1
         }
         batch.rows = ledger.recompute(dirty)
         outcome.rowsChanged = batch.rows.count
@@ -89,10 +101,17 @@ final class PartitionWorker {
         do {
             try shard.commit(batch)
         } catch {
-            broken = true
+            fail()
             throw error
         }
+        ledger.evictIfOverBudget()
         if outcome.deadLetters > 0 { deadLettersPending = true }
         return outcome
+    }
+
+    /// The cache may now hold what the shard does not: forget it and refuse further batches.
+    private func fail() {
+        broken = true
+        ledger.dropCache()
     }
 }

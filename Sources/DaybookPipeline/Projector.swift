@@ -21,6 +21,9 @@ public struct ProjectorOptions: Sendable {
     public var batchSize = 100_000
     /// How long to wait for the cluster to answer at start-up before giving up. Default: 30 s.
     public var connectTimeout: Duration = .seconds(30)
+    /// Memory for cached samples, in bytes, shared by all partitions (config `state.cache_mb`).
+    /// Default: 64 MiB.
+    public var cacheBytes = 64 << 20
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -136,6 +139,7 @@ public final class Projector: RebalanceHandler {
             held.remove(tp.partition)
             workers[tp.partition] = nil
         }
+        shareCache()
     }
 
     /// The group has given this member its share (possibly none) and not taken it back.
@@ -161,10 +165,16 @@ public final class Projector: RebalanceHandler {
         let shard = try Shard(directory: options.dataDirectory, topic: options.topic, partition: partition,
                               fingerprint: priority.fingerprint, lockTimeout: .zero)
         try checkCluster(shard)
-        let worker = try PartitionWorker(shard: shard, priority: priority)
+        let worker = PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: options.cacheBytes)
         outboxCursor[partition] = 0
-        logger.info("partition \(partition): shard at offset \(shard.nextOffset), \(worker.ledger.liveSampleCount) live samples")
+        logger.info("partition \(partition): shard at offset \(shard.nextOffset)")
         return worker
+    }
+
+    /// One cache budget for the process: each partition's ledger gets an equal share.
+    private func shareCache() {
+        let share = options.cacheBytes / max(1, workers.count)
+        for worker in workers.values { worker.ledger.cacheBudgetBytes = share }
     }
 
     /// Opens, checks and starts the partitions the group assigned since the last poll.
@@ -178,6 +188,7 @@ public final class Projector: RebalanceHandler {
             offsets[worker.partition] = worker.shard.nextOffset
         }
         held.removeAll()
+        shareCache()
         do {
             try consumer.start(offsets)
         } catch {
@@ -332,6 +343,7 @@ public final class Projector: RebalanceHandler {
                     offsets[worker.partition] = worker.shard.nextOffset
                 }
                 hasAssignment = true
+                shareCache()
                 try consumer.readDirectly(offsets.keys.sorted(), startingAt: offsets)
             } else {
                 try consumer.subscribe([options.topic], handler: self)

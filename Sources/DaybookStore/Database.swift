@@ -36,6 +36,8 @@ public final class Database {
     private var handle: OpaquePointer?
     public let path: String
     private var cache: [String: Statement] = [:]
+    /// Rows stepped through since the connection opened (tests check what a step reads).
+    public internal(set) var rowsRead = 0
 
     /// Opens (or creates, with mode 0600) `path`.
     public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
@@ -184,7 +186,9 @@ public final class Statement {
     /// Advances to the next row: true when there is one, false when done.
     public func step() throws(DatabaseError) -> Bool {
         switch sqlite3_step(raw) {
-        case SQLITE_ROW: return true
+        case SQLITE_ROW:
+            database.rowsRead &+= 1
+            return true
         case SQLITE_DONE: return false
         case let rc:
             let error = database.error(rc, sql: sql)

@@ -15,6 +15,9 @@ public final class Shard {
     private var lockDescriptor: Int32 = -1
     /// The offset of the next message to apply (0 for a new shard).
     public private(set) var nextOffset: Int64 = 0
+    /// The longest stored sample (end − start, ns): how far before a day a sample that
+    /// reaches into it can start.
+    private var maxSpan: Int64 = 0
 
     /// The file name of a partition's shard inside a data directory.
     public static func fileName(topic: String, partition: Int32) -> String {
@@ -43,6 +46,20 @@ public final class Shard {
                                    UNIQUE (topic, partition, offset));
         CREATE INDEX dead_letters_unforwarded ON dead_letters (forwarded) WHERE forwarded = 0;
         """),
+        // The shard becomes the projector's state store: live samples and tombstones in one
+        // table (a tombstone is a row without a metric), so one lookup answers "what is
+        // this uuid", and an index by start finds the samples near a day.
+        ("002-state-store", """
+        CREATE TABLE entries (user TEXT NOT NULL, uuid TEXT NOT NULL, metric TEXT, source TEXT, start_ns INTEGER,
+                              end_ns INTEGER, value REAL, zone TEXT, seq INTEGER, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
+        INSERT INTO entries SELECT user, uuid, metric, source, start_ns, end_ns, value, zone, seq FROM samples;
+        INSERT OR IGNORE INTO entries (user, uuid) SELECT user, uuid FROM tombstones;
+        DROP TABLE samples;
+        DROP TABLE tombstones;
+        CREATE INDEX entries_by_start ON entries (user, metric, start_ns);
+        INSERT OR REPLACE INTO meta (key, value)
+          SELECT 'max_span_ns', CAST(coalesce(max(end_ns - start_ns), 0) AS TEXT) FROM entries;
+        """),
     ]
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
@@ -59,7 +76,9 @@ public final class Shard {
             database = try Database(path: path)
             // A database with tables but none of ours is someone else's file: never write into it.
             let tables = try database.statement("SELECT count(*), count(CASE WHEN name = 'schema_migrations' THEN 1 END) FROM sqlite_master WHERE type = 'table'")
-            if try tables.step(), tables.int64(0) > 0, tables.int64(1) == 0 {
+            let foreign = try tables.step() && tables.int64(0) > 0 && tables.int64(1) == 0
+            tables.reset() // an unfinished read would keep the migrations from dropping tables
+            if foreign {
                 throw ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite database with other tables). Move it out of \(directory) and restart: a missing shard is rebuilt from the log.")
             }
             try database.migrate(Shard.migrations)
@@ -68,6 +87,8 @@ public final class Shard {
             try read.bind(1, topic)
             try read.bind(2, Int(partition))
             if try read.step() { nextOffset = read.int64(0) }
+            let span = try database.statement("SELECT value FROM meta WHERE key = 'max_span_ns'")
+            if try span.step() { maxSpan = Int64(span.text(0)) ?? EventDecoder.maximumDuration }
         } catch let error as DatabaseError where error.isCorrupt {
             close(lockDescriptor)
             throw ShardError(.notAShard, "\(path) is not a Daybook shard (\(error.message)). Move it away and restart: a missing shard is rebuilt from the log.")
@@ -158,24 +179,17 @@ public final class Shard {
         }
     }
 
-    // MARK: Restoring the ledger
+    // MARK: The ledger's store
 
-    /// Replays the stored samples and tombstones into `ledger` (positions = their offsets).
-    public func restore(into ledger: Ledger) throws {
-        let samples = try database.statement("SELECT user, uuid, metric, source, start_ns, end_ns, value, zone, seq FROM samples ORDER BY seq")
-        while try samples.step() {
-            guard let metric = Metric(rawValue: samples.text(2)) else {
-                throw ShardError(.notAShard, "\(path): a stored sample has unknown metric \(samples.text(2))")
-            }
-            let sample = Sample(user: samples.text(0), uuid: samples.text(1), metric: metric, source: samples.text(3),
-                                start: Instant(nanoseconds: samples.int64(4)), end: Instant(nanoseconds: samples.int64(5)),
-                                value: samples.double(6), zone: samples.text(7))
-            ledger.apply(.sampleAdded(sample), at: samples.int64(8))
+    private static let entryColumns = "metric, source, start_ns, end_ns, value, zone, seq"
+
+    private func sample(_ row: Statement, user: String, uuid: String, from column: Int32) throws -> Sample {
+        guard let metric = Metric(rawValue: row.text(column)) else {
+            throw ShardError(.notAShard, "\(path): a stored sample of user \(user) has unknown metric \(row.text(column))")
         }
-        let tombstones = try database.statement("SELECT user, uuid FROM tombstones")
-        while try tombstones.step() {
-            ledger.apply(.sampleDeleted(user: tombstones.text(0), uuid: tombstones.text(1)), at: nextOffset)
-        }
+        return Sample(user: user, uuid: uuid, metric: metric, source: row.text(column + 1),
+                      start: Instant(nanoseconds: row.int64(column + 2)), end: Instant(nanoseconds: row.int64(column + 3)),
+                      value: row.double(column + 4), zone: row.text(column + 5))
     }
 
     // MARK: Writing a batch
@@ -212,12 +226,14 @@ public final class Shard {
     /// Writes a batch and the new next offset in one transaction. On any failure nothing is
     /// written and `nextOffset` stays where it was.
     public func commit(_ batch: Batch) throws {
+        var newSpan: Int64?
         try database.inTransaction {
             let upsert = try database.statement("""
-                INSERT INTO samples (user, uuid, metric, source, start_ns, end_ns, value, zone, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO entries (user, uuid, metric, source, start_ns, end_ns, value, zone, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user, uuid) DO UPDATE SET metric = excluded.metric, source = excluded.source, start_ns = excluded.start_ns,
                   end_ns = excluded.end_ns, value = excluded.value, zone = excluded.zone, seq = excluded.seq
                 """)
+            var longest = maxSpan
             for (s, seq) in batch.upserts {
                 try upsert.bind(1, s.user)
                 try upsert.bind(2, s.uuid)
@@ -229,15 +245,23 @@ public final class Shard {
                 try upsert.bind(8, s.zone)
                 try upsert.bind(9, seq)
                 try upsert.run()
+                longest = max(longest, s.end.nanoseconds - s.start.nanoseconds)
             }
-            let delete = try database.statement("DELETE FROM samples WHERE user = ? AND uuid = ?")
-            let tombstone = try database.statement("INSERT OR IGNORE INTO tombstones (user, uuid) VALUES (?, ?)")
+            // A tombstone replaces the sample: a row without a metric.
+            let tombstone = try database.statement("""
+                INSERT INTO entries (user, uuid) VALUES (?, ?) ON CONFLICT (user, uuid) DO UPDATE SET metric = NULL,
+                  source = NULL, start_ns = NULL, end_ns = NULL, value = NULL, zone = NULL, seq = NULL
+                """)
             for (user, uuid) in batch.deletes {
-                for s in [delete, tombstone] {
-                    try s.bind(1, user)
-                    try s.bind(2, uuid)
-                    try s.run()
-                }
+                try tombstone.bind(1, user)
+                try tombstone.bind(2, uuid)
+                try tombstone.run()
+            }
+            if longest > maxSpan {
+                let span = try database.statement("INSERT OR REPLACE INTO meta (key, value) VALUES ('max_span_ns', ?)")
+                try span.bind(1, String(longest))
+                try span.run()
+                newSpan = longest
             }
             try writeRows(batch.rows, offset: batch.nextOffset)
             let letter = try database.statement("""
@@ -265,6 +289,7 @@ public final class Shard {
             return .commit
         }
         nextOffset = batch.nextOffset
+        if let newSpan { maxSpan = newSpan }
     }
 
     private func writeRows(_ rows: [DayKey: DayTotal?], offset: Int64) throws {
@@ -342,5 +367,43 @@ public final class Shard {
     public func deadLetterCount() throws -> Int {
         let read = try database.statement("SELECT count(*) FROM dead_letters")
         return try read.step() ? Int(read.int64(0)) : 0
+    }
+}
+
+extension Shard: LedgerStore {
+    public func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
+        let read = try database.statement("SELECT \(Shard.entryColumns) FROM entries WHERE user = ? AND uuid = ?")
+        var out: [String: StoredEntry] = [:]
+        out.reserveCapacity(uuids.count)
+        for uuid in uuids {
+            read.reset()
+            try read.bind(1, user)
+            try read.bind(2, uuid)
+            out[uuid] = try read.step()
+                ? (read.isNull(0) ? .tombstoned : .live(try sample(read, user: user, uuid: uuid, from: 0), seq: read.int64(6)))
+                : .absent
+        }
+        read.reset()
+        return out
+    }
+
+    public func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)] {
+        let read = try database.statement("""
+            SELECT uuid, \(Shard.entryColumns) FROM entries
+            WHERE user = ?1 AND metric = ?2 AND start_ns >= ?3 AND start_ns < ?4 AND (end_ns > ?5 OR start_ns >= ?5)
+            """)
+        let first = Int64(days.lowerBound) * Instant.nanosPerDay
+        try read.bind(1, user)
+        try read.bind(2, metric.rawValue)
+        // Heart rate counts on its start's day; cumulative samples reach back at most maxSpan.
+        try read.bind(3, metric.isCumulative ? first - maxSpan : first)
+        try read.bind(4, (Int64(days.upperBound) + 1) * Instant.nanosPerDay)
+        try read.bind(5, first)
+        var out: [(sample: Sample, seq: Int64)] = []
+        while try read.step() {
+            out.append((try sample(read, user: user, uuid: read.text(0), from: 1), read.int64(7)))
+        }
+        read.reset()
+        return out
     }
 }

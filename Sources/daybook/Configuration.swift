@@ -8,9 +8,12 @@ struct DaybookConfiguration {
     var connection = KafkaConnection()
     var producer = ProducerConfiguration()
     var consumer = ConsumerConfiguration()
+    /// `state.cache_mb`: memory for the projector's cache of stored samples, shared by all
+    /// partitions of the process. Default 64.
+    var cacheMegabytes = 64
 
     /// The members a configuration file may have at its top level.
-    static let sections = ["priority", "kafka"]
+    static let sections = ["priority", "kafka", "state"]
 
     /// Reads `path` (or returns the defaults for nil). `brokers` overrides bootstrap.servers.
     ///
@@ -41,6 +44,7 @@ struct DaybookConfiguration {
                 }
                 config.priority = try SourcePriority(configuration: json)
                 if let kafka = json["kafka"] { try config.readKafka(kafka, environment: resolvingSecrets ? environment : nil) }
+                if let state = json["state"] { try config.readState(state) }
             } catch let error as ConfigurationError {
                 throw CLIError(code: ExitCode.config, message: "\(path): \(error)")
             }
@@ -104,6 +108,15 @@ struct DaybookConfiguration {
                 }
             default:
                 throw ConfigurationError(field: path, message: "unknown setting; use bootstrap.servers, client.id, properties, secrets, producer, consumer")
+            }
+        }
+    }
+
+    private mutating func readState(_ state: JSONValue) throws {
+        for (key, value) in try object(state, "state") {
+            switch key {
+            case "cache_mb": cacheMegabytes = try integer(value, "state.cache_mb", 1...1_048_576)
+            default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb")
             }
         }
     }

@@ -66,6 +66,7 @@ enum ProjectCommand: Subcommand {
         options.solo = arguments.has("--solo")
         options.connectTimeout = connectTimeout
         options.topic = try arguments.topic(default: options.topic)
+        options.cacheBytes = config.cacheMegabytes << 20
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
 
         Shutdown.install()

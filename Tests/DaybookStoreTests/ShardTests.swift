@@ -84,7 +84,7 @@ func temporaryDirectory() throws -> String {
                end: try Instant(rfc3339: end), value: value, zone: "UTC")
     }
 
-    @Test func batchAndOffsetCommitTogetherAndRestoreTheLedger() throws {
+    @Test func batchAndOffsetCommitTogetherAndTheShardAnswersTheLedger() throws {
         let dir = scratch.path
         let ledger = Ledger()
         var batch = Shard.Batch(nextOffset: 3)
@@ -109,13 +109,55 @@ func temporaryDirectory() throws -> String {
         }
         let reopened = try Shard(directory: dir, topic: "health-samples", partition: 2, fingerprint: "watch>phone>manual")
         #expect(reopened.nextOffset == 3)
-        let restored = Ledger()
-        try reopened.restore(into: restored)
-        #expect(restored.allTotals() == ledger.allTotals())
-        #expect(restored.isTombstoned(user: "ana", uuid: "gone"))
+        let entries = try reopened.entries(user: "ana", uuids: ["w", "p", "gone", "never"])
+        #expect(entries == ["w": .live(try sample("w", 600), seq: 0),
+                            "p": .live(try sample("p", 900, start: "2024-05-06T09:30:00Z", end: "2024-05-06T10:30:00Z", source: "phone"), seq: 1),
+                            "gone": .tombstoned, "never": .absent])
+        let day = CivilDay(year: 2024, month: 5, day: 6)
+        #expect(try reopened.samples(user: "ana", metric: .steps, days: day.number...day.number).map(\.seq).sorted() == [0, 1])
+        #expect(try reopened.samples(user: "ana", metric: .steps, days: (day.number + 1)...(day.number + 3)).isEmpty)
+        #expect(try reopened.samples(user: "ana", metric: .distance, days: day.number...day.number).isEmpty)
         let rows = try ShardReader(directory: dir).totals()
         #expect(rows.map(\.jsonLine) == [#"{"user":"ana","metric":"steps","day":"2024-05-06","value":1050}"#])
         #expect(rows.first?.summary == .cumulative(value: 1050, sources: [SourceShare(source: "watch", value: 600), SourceShare(source: "phone", value: 450)]))
+
+        // A ledger over the shard starts empty and loads what an event needs: deleting the
+        // watch sample leaves the phone's whole 900 (its 09:30–10:00 no longer shadowed).
+        let cached = Ledger(priority: .builtIn, store: reopened, cacheBudgetBytes: 0)
+        #expect(cached.cachedUserCount == 0)
+        let delete = Event.sampleDeleted(user: "ana", uuid: "w")
+        try cached.load(for: [delete])
+        let changed = cached.recompute(cached.apply(delete, at: 3))
+        #expect(changed[DayKey(user: "ana", metric: .steps, day: day)] == .some(DayTotal(
+            key: DayKey(user: "ana", metric: .steps, day: day), summary: .cumulative(value: 900, sources: [SourceShare(source: "phone", value: 900)]))))
+        cached.evictIfOverBudget()
+        #expect(cached.cachedUserCount == 0)
+    }
+
+    @Test func openingAShardReadsNoneOfItsSamples() throws {
+        let dir = scratch.path
+        // Opening reads a fixed handful of rows (schema, meta, offset), as many for 5,001 stored samples as for one.
+        func rowsReadOpening() throws -> Int {
+            let shard = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
+            return shard.database.rowsRead
+        }
+        func store(_ range: Range<Int>) throws {
+            let shard = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
+            var batch = Shard.Batch(nextOffset: Int64(range.upperBound))
+            for i in range {
+                let start = Int64(i) * 60 * Instant.nanosPerSecond + 1_700_000_000 * Instant.nanosPerSecond
+                batch.upserts.append((Sample(user: "u\(i % 50)", uuid: "s\(i)", metric: .steps, source: "watch",
+                                             start: Instant(nanoseconds: start), end: Instant(nanoseconds: start + 60 * Instant.nanosPerSecond),
+                                             value: 10, zone: "UTC"), Int64(i)))
+            }
+            try shard.commit(batch)
+        }
+        try store(0..<1)
+        let one = try rowsReadOpening()
+        try store(1..<5_001)
+        let full = try rowsReadOpening()
+        #expect(full == one, "opening read \(full) rows with 5,001 samples stored, \(one) with one")
+        #expect(full < 20)
     }
 
     @Test func aSecondOpenerWaitsForTheLock() throws {
