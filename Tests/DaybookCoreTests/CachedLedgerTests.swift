@@ -1,0 +1,123 @@
+@testable import DaybookCore
+import Testing
+
+/// The ledger as a cache over a store: with a budget so small that every batch evicts
+/// everything, and with random budgets, it must give exactly the rows of an in-memory ledger.
+@Suite struct CachedLedgerTests {
+    /// A store that keeps entries in dictionaries and answers by scanning (the real one is
+    /// the SQLite shard; this one has no I/O, so the core's side is tested alone).
+    final class MemoryStore: LedgerStore {
+        var entries: [String: [String: StoredEntry]] = [:]
+        var entryLookups = 0
+
+        func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
+            entryLookups += uuids.count
+            var out: [String: StoredEntry] = [:]
+            for uuid in uuids { out[uuid] = entries[user]?[uuid] ?? .absent }
+            return out
+        }
+
+        func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)] {
+            let first = Int64(days.lowerBound) * Instant.nanosPerDay
+            let end = (Int64(days.upperBound) + 1) * Instant.nanosPerDay
+            return (entries[user] ?? [:]).values.compactMap { entry in
+                guard case .live(let s, let seq) = entry, s.metric == metric else { return nil }
+                let start = s.start.nanoseconds, stop = s.end.nanoseconds
+                let inside = metric.isCumulative && start != stop
+                    ? start < end && stop > first
+                    : start >= first && start < end
+                return inside ? (s, seq) : nil
+            }
+        }
+
+        /// What the shard's commit writes for a batch.
+        func commit(upserts: [(Sample, Int64)], deletes: [(String, String)]) {
+            for (s, seq) in upserts { entries[s.user, default: [:]][s.uuid] = .live(s, seq: seq) }
+            for (user, uuid) in deletes { entries[user, default: [:]][uuid] = .tombstoned }
+        }
+    }
+
+    /// Applies `events` in random batches through a cached ledger, as the projector does,
+    /// and returns the rows it wrote.
+    static func projected(_ events: [Event], seed: UInt64, budget: (inout SplitMix64) -> Int) throws -> (rows: [DayTotal], store: MemoryStore, ledger: Ledger) {
+        var rng = SplitMix64(seed: seed ^ 0xCAC4E)
+        let store = MemoryStore()
+        let ledger = Ledger(priority: LogGenerator.priority, store: store, cacheBudgetBytes: budget(&rng))
+        var rows: [DayKey: DayTotal] = [:]
+        var i = 0
+        while i < events.count {
+            let n = 1 + rng.below(7)
+            let batch = Array(events[i..<min(events.count, i + n)])
+            try ledger.load(for: batch)
+            var dirty = Set<DayKey>()
+            var upserts: [(Sample, Int64)] = []
+            var deletes: [(String, String)] = []
+            for (j, e) in batch.enumerated() {
+                let changed = ledger.apply(e, at: Int64(i + j))
+                switch e {
+                case .sampleAdded(let s): if !changed.isEmpty { upserts.append((s, Int64(i + j))) }
+                case .sampleDeleted(let u, let id): deletes.append((u, id))
+                }
+                dirty.formUnion(changed)
+            }
+            for (key, total) in ledger.recompute(dirty) { rows[key] = total }
+            store.commit(upserts: upserts, deletes: deletes)
+            ledger.cacheBudgetBytes = budget(&rng)
+            ledger.evictIfOverBudget()
+            i += n
+        }
+        return (rows.values.sorted { $0.key < $1.key }, store, ledger)
+    }
+
+    static func inMemory(_ events: [Event]) -> [DayTotal] {
+        let ledger = Ledger(priority: LogGenerator.priority)
+        for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
+        return ledger.allTotals()
+    }
+
+    @Test(arguments: PropertyTests.seeds)
+    func evictingEverythingAfterEveryBatchChangesNoRow(seed: UInt64) throws {
+        var generator = LogGenerator(seed: seed)
+        let events = generator.log()
+        let (rows, _, ledger) = try Self.projected(events, seed: seed) { _ in 0 }
+        #expect(rows == Self.inMemory(events), "seed \(seed)")
+        #expect(ledger.cachedUserCount == 0 && ledger.cachedBytes == 0)
+    }
+
+    @Test(arguments: PropertyTests.seeds)
+    func randomBudgetsChangeNoRow(seed: UInt64) throws {
+        var generator = LogGenerator(seed: seed)
+        let events = generator.log()
+        let (rows, _, _) = try Self.projected(events, seed: seed) { rng in [0, 500, 2_000, 20_000, Int.max][rng.below(5)] }
+        #expect(rows == Self.inMemory(events), "seed \(seed)")
+    }
+
+    @Test(arguments: PropertyTests.seeds.prefix(20))
+    func redeliveriesThroughAnEmptyCacheChangeNothing(seed: UInt64) throws {
+        var generator = LogGenerator(seed: seed)
+        let events = generator.log()
+        var rng = SplitMix64(seed: seed ^ 0xD0D0)
+        let i = rng.below(events.count)
+        var twice = events
+        twice.insert(events[i], at: i + 1)
+        let (rows, _, _) = try Self.projected(twice, seed: seed) { _ in 0 }
+        #expect(rows == Self.inMemory(events), "event \(i) twice (seed \(seed))")
+    }
+
+    @Test func aDeletedSampleStaysDeletedAfterEviction() throws {
+        // watch 600 09:00–10:00 is deleted; every batch evicts; then the watch sample is
+        // re-sent, and must stay deleted (its tombstone comes back from the store).
+        // phone 840 over 09:00–10:30 wins all of it; manual 300 over 09:00–11:00 keeps
+        // 10:30–11:00 = 300 × 30/120 = 75 → 915. Resurrecting the watch would give
+        // 600 + phone's 10:00–10:30 (280) + 75 = 955; the naive sum is 1140, the max 840.
+        let phone = added("p", "phone", "2024-05-06T09:00:00Z", "2024-05-06T10:30:00Z", 840, zone: "UTC")
+        let manual = added("m", "manual", "2024-05-06T09:00:00Z", "2024-05-06T11:00:00Z", 300, zone: "UTC")
+        let watch = added("w", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        let events: [Event] = [watch, phone, manual, deleted("w"), watch]
+        let (rows, store, _) = try Self.projected(events, seed: 7) { _ in 0 }
+        #expect(rows.count == 1)
+        #expect(rows.first?.summary == .cumulative(value: 915, sources: [SourceShare(source: "phone", value: 840), SourceShare(source: "manual", value: 75)]))
+        #expect(store.entryLookups > 0)
+        expectDiscriminating([phone, manual], total: 915)
+    }
+}
