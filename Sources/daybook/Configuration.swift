@@ -9,7 +9,8 @@ struct DaybookConfiguration {
     var producer = ProducerConfiguration()
     var consumer = ConsumerConfiguration()
     /// `state.cache_mb`: memory for the projector's cache of stored samples, shared by all
-    /// partitions of the process. Default 64.
+    /// partitions of the process. Default 64; 0 keeps nothing between batches (slow: every
+    /// batch reads its users back from the shards).
     var cacheMegabytes = 64
 
     /// The members a configuration file may have at its top level.
@@ -115,7 +116,7 @@ struct DaybookConfiguration {
     private mutating func readState(_ state: JSONValue) throws {
         for (key, value) in try object(state, "state") {
             switch key {
-            case "cache_mb": cacheMegabytes = try integer(value, "state.cache_mb", 1...1_048_576)
+            case "cache_mb": cacheMegabytes = try integer(value, "state.cache_mb", 0...1_048_576)
             default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb")
             }
         }

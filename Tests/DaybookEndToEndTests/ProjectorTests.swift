@@ -108,6 +108,8 @@ final class DaybookProcess {
         let broker = try BrokerProcess(arguments: ["--partitions", "4"])
         let lines = try Self.log(samples: 16_000, users: 8, seed: 12)
         let dir = dataDirectory()
+        // No cache between batches: every batch reads what it needs back from the shards.
+        let noCache = try scratch.file(#"{"state":{"cache_mb":0}}"#)
         // Publish in chunks from another thread while the projector is killed and restarted.
         let chunks = stride(from: 0, to: lines.count, by: 2_000).map { Array(lines[$0..<min(lines.count, $0 + 2_000)]) }
         let bootstrap = broker.bootstrap
@@ -121,13 +123,13 @@ final class DaybookProcess {
         var kills = 0
         var rng = SystemRandomNumberGenerator()
         while kills < 6 {
-            let p = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo"])
+            let p = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--config", noCache])
             Thread.sleep(forTimeInterval: Double.random(in: 0.4...1.5, using: &rng))
             p.kill9()
             kills += 1
         }
         while publisher.isExecuting || !publisher.isFinished { Thread.sleep(forTimeInterval: 0.1) }
-        let final = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        let final = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up", "--config", noCache])
         #expect(final.status == 0, "\(final.stderr)")
         #expect(kills >= 5)
         #expect(try Self.totals(dir).sorted() == (try Self.rollup(lines)).sorted())
@@ -139,7 +141,8 @@ final class DaybookProcess {
         let lines = try Self.log(samples: 16_000, users: 16, seed: 13)
         try publish(lines, to: broker)
         let dir = dataDirectory()
-        let config = try scratch.file(#"{"kafka":{"consumer":{"session.timeout.ms":6000,"heartbeat.interval.ms":500}}}"#)
+        // No cache between batches: the survivor reads what it needs back from the shards.
+        let config = try scratch.file(#"{"kafka":{"consumer":{"session.timeout.ms":6000,"heartbeat.interval.ms":500}},"state":{"cache_mb":0}}"#)
         let args = ["project", "--brokers", broker.bootstrap, "--data", dir, "--group", "e2e-two", "--config", config, "--verbose"]
         let a = try DaybookProcess(args)
         let b = try DaybookProcess(args)
