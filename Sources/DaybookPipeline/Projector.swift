@@ -17,13 +17,14 @@ public struct ProjectorOptions: Sendable {
     /// Take every partition directly instead of joining the group (restart without waiting
     /// for a session timeout; shard locks still keep a second projector out). Default: false.
     public var solo = false
-    /// Messages read per poll; each partition's share becomes one transaction. Default: 100000.
-    public var batchSize = 100_000
+    /// Messages read per poll; each partition's share becomes one transaction. Default: 50000
+    /// (measured: as fast as 100000 on the bench, 15–20 MB less at the peak).
+    public var batchSize = 50_000
     /// How long to wait for the cluster to answer at start-up before giving up. Default: 30 s.
     public var connectTimeout: Duration = .seconds(30)
-    /// Memory for cached samples, in bytes, shared by all partitions (config `state.cache_mb`).
-    /// Default: 64 MiB.
-    public var cacheBytes = 64 << 20
+    /// Memory for cached samples and SQLite pages, in bytes, shared by all partitions
+    /// (config `state.cache_mb`). Default: 32 MiB.
+    public var cacheBytes = 32 << 20
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -171,10 +172,18 @@ public final class Projector: RebalanceHandler {
         return worker
     }
 
-    /// One cache budget for the process: each partition's ledger gets an equal share.
+    /// One cache budget for the process, shared equally by the open shards: three quarters
+    /// for each ledger's cached samples, a quarter for SQLite's page cache.
     private func shareCache() {
         let share = options.cacheBytes / max(1, workers.count)
-        for worker in workers.values { worker.ledger.cacheBudgetBytes = share }
+        for worker in workers.values {
+            worker.ledger.cacheBudgetBytes = share / 4 * 3
+            do {
+                try worker.shard.setPageCache(kilobytes: share / 4 / 1_024)
+            } catch {
+                logger.warning("partition \(worker.partition.partition): cannot size the page cache: \(error)")
+            }
+        }
     }
 
     /// Opens, checks and starts the partitions the group assigned since the last poll.

@@ -160,6 +160,11 @@ public final class Shard {
         }
     }
 
+    /// Sets how much SQLite may cache of this shard's pages, in KiB.
+    public func setPageCache(kilobytes: Int) throws {
+        try database.execute("PRAGMA cache_size = -\(max(64, kilobytes))")
+    }
+
     // MARK: Where the log came from
 
     /// The id of the Kafka cluster this shard's log is read from, once one was recorded.

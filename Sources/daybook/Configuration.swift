@@ -9,9 +9,9 @@ struct DaybookConfiguration {
     var producer = ProducerConfiguration()
     var consumer = ConsumerConfiguration()
     /// `state.cache_mb`: memory for the projector's cache of stored samples, shared by all
-    /// partitions of the process. Default 64; 0 keeps nothing between batches (slow: every
+    /// partitions of the process. Default 32; 0 keeps nothing between batches (slow: every
     /// batch reads its users back from the shards).
-    var cacheMegabytes = 64
+    var cacheMegabytes = 32
 
     /// The members a configuration file may have at its top level.
     static let sections = ["priority", "kafka", "state"]
@@ -104,7 +104,8 @@ struct DaybookConfiguration {
                     case "group.instance.id": consumer.groupInstanceID = try string(v, p)
                     case "session.timeout.ms": consumer.sessionTimeoutMilliseconds = try integer(v, p, 1_000...3_600_000)
                     case "heartbeat.interval.ms": consumer.heartbeatIntervalMilliseconds = try integer(v, p, 100...3_600_000)
-                    default: throw ConfigurationError(field: p, message: "unknown consumer setting; use group.id, group.instance.id, session.timeout.ms, heartbeat.interval.ms")
+                    case "prefetch_mb": consumer.prefetchBytes = try integer(v, p, 1...65_536) << 20
+                    default: throw ConfigurationError(field: p, message: "unknown consumer setting; use group.id, group.instance.id, session.timeout.ms, heartbeat.interval.ms, prefetch_mb")
                     }
                 }
             default:

@@ -28,6 +28,14 @@ enum ProjectCommand: Subcommand {
     or double-count an event; a missing shard is rebuilt from offset 0. Invalid events go
     to the shard's dead-letter table and to health-samples.dlq with the reason in a header.
 
+    MEMORY is bounded, whatever the history: the shards are the state store, and opening
+    one reads only its offset. A cache of recently used users' samples (state.cache_mb,
+    default 32, shared by all partitions: 3/4 samples, 1/4 SQLite pages) is filled as
+    batches need it and evicted least-recently-used. Prefetched messages are bounded in
+    total by kafka.consumer.prefetch_mb (default 32 MB of payloads, all partitions
+    together; librdkafka's per-message overhead makes that ~150 MB at the peak). Measured
+    peak RSS: ~235 MB at 1M and at 4M events (BENCHMARKS.md, 'daybook bench').
+
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
 

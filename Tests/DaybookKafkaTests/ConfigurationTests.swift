@@ -29,7 +29,17 @@ import Testing
         #expect(p["group.instance.id"] == "projector-1")
         #expect(p["auto.offset.reset"] == "error")
         #expect(p["queued.min.messages"] == "1000000")
-        #expect(p["queued.max.messages.kbytes"] == "262144")
+        #expect(p["queued.max.messages.kbytes"] == "32768")
+    }
+
+    @Test func prefetchIsOneBudgetForAllPartitions() throws {
+        // One queue for every partition: librdkafka's kbytes limit is the total, and one
+        // fetch response may add at most a quarter of it.
+        var c = ConsumerConfiguration()
+        c.prefetchBytes = 100 << 20
+        let p = try c.properties(for: connection)
+        #expect(p["queued.max.messages.kbytes"] == "102400")
+        #expect(p["fetch.max.bytes"] == String(25 << 20))
     }
 
     @Test func passthroughAddsPropertiesButCannotUnlockSafety() throws {
