@@ -77,7 +77,12 @@ public final class Ledger {
         var seen: [String: Set<String>] = [:]
         for event in events {
             let (userID, uuid) = event.userAndUUID
+            let isNew = users[userID] == nil
             let state = user(userID)
+            // A user the store has nothing of is wholly in the cache from now until evicted:
+            // every row of theirs is written through this ledger.
+            if isNew { state.complete = try !store.hasEntries(user: userID) }
+            if state.complete { continue }
             if state.uuids[uuid] == nil, seen[userID, default: []].insert(uuid).inserted {
                 unknown[userID, default: []].append(uuid)
             }
@@ -103,7 +108,7 @@ public final class Ledger {
         // 2. The samples near every version an event adds or replaces.
         for event in events {
             let (userID, uuid) = event.userAndUUID
-            guard let state = users[userID] else { continue }
+            guard let state = users[userID], !state.complete else { continue }
             if case .sampleAdded(let sample) = event {
                 ranges.append((state, userID, sample.metric, Ledger.loadRange(sample)))
             }
@@ -132,6 +137,7 @@ public final class Ledger {
 
     private func ensureLoaded(_ days: ClosedRange<Int32>, metric: Metric, state: UserState, user userID: String,
                               store: any LedgerStore) throws {
+        guard !state.complete else { return }
         var day = days.lowerBound
         while day <= days.upperBound {
             guard !(state.metrics[metric]?.loaded.contains(day) ?? false) else { day += 1; continue }
@@ -460,6 +466,9 @@ private final class UserState {
     var metrics = MetricTable()
     /// The ledger's clock at the last batch that needed this user.
     var lastUse: UInt64 = 0
+    /// Everything the store holds of this user is in the cache (the store had nothing when
+    /// the user was first loaded): nothing needs to be looked up.
+    var complete = false
     /// `estimatedBytes` when the ledger last added it up.
     var accountedBytes = 0
 
@@ -585,6 +594,8 @@ private struct MetricState {
 
 /// What a ledger reads from durable storage, and what the shard store implements.
 public protocol LedgerStore: AnyObject {
+    /// Whether the store holds anything (a sample or a tombstone) of `user`.
+    func hasEntries(user: String) throws -> Bool
     /// The stored state of each of `uuids` of `user` (every uuid asked gets an answer).
     func entries(user: String, uuids: [String]) throws -> [String: StoredEntry]
     /// The stored samples of (`user`, `metric`) that lie in the UTC days `days`: for

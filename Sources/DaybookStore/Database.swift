@@ -36,11 +36,15 @@ public final class Database {
     private var handle: OpaquePointer?
     public let path: String
     private var cache: [String: Statement] = [:]
+    /// Process-wide settings, applied once before the first connection opens.
+    private static let configured: Bool = daybook_disable_memory_statistics() == SQLITE_OK
+
     /// Rows stepped through since the connection opened (tests check what a step reads).
     public internal(set) var rowsRead = 0
 
     /// Opens (or creates, with mode 0600) `path`.
     public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
+        _ = Database.configured
         self.path = path
         if !readOnly, !FileManager.default.fileExists(atPath: path) {
             // Create the file ourselves so it is private from the first byte; SQLite gives

@@ -376,6 +376,14 @@ public final class Shard {
 }
 
 extension Shard: LedgerStore {
+    public func hasEntries(user: String) throws -> Bool {
+        let read = try database.statement("SELECT 1 FROM entries WHERE user = ? LIMIT 1")
+        try read.bind(1, user)
+        let found = try read.step()
+        read.reset()
+        return found
+    }
+
     public func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
         let read = try database.statement("SELECT \(Shard.entryColumns) FROM entries WHERE user = ? AND uuid = ?")
         var out: [String: StoredEntry] = [:]

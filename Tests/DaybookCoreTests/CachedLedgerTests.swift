@@ -10,6 +10,8 @@ import Testing
         var entries: [String: [String: StoredEntry]] = [:]
         var entryLookups = 0
 
+        func hasEntries(user: String) throws -> Bool { !(entries[user] ?? [:]).isEmpty }
+
         func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
             entryLookups += uuids.count
             var out: [String: StoredEntry] = [:]
