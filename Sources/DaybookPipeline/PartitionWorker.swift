@@ -3,28 +3,26 @@ import DaybookKafka
 import DaybookStore
 
 /// Applies one partition's messages to its shard: decode, skip what the shard already has,
-/// load what the batch needs from the shard into the ledger's cache, apply, recompute the
-/// dirty days, and commit rows, samples, dead letters and the next offset in one
-/// transaction; then let the cache shrink back to its budget.
+/// turn poison into dead letters, and hand the rest to the shard's `ShardProjection`
+/// (cache, apply, recompute, one transaction with the next offset).
 ///
-/// If a load or a commit fails the worker is `broken`: its cache may be ahead of its shard,
-/// so it must be dropped and reopened (the shard still holds the last good state and offset).
+/// If a batch fails the worker is `broken` and must be reopened from its shard.
 final class PartitionWorker {
-    let shard: Shard
-    let ledger: Ledger
+    let projection: ShardProjection
+    var shard: Shard { projection.shard }
+    var ledger: Ledger { projection.ledger }
     let partition: TopicPartition
     /// The end of the partition as last reported by the consumer.
     var endOffset: Int64?
-    private(set) var broken = false
+    var broken: Bool { projection.broken }
     /// Dead letters recorded and not yet handed to the DLQ producer (true on opening: a
     /// previous run may have left some unforwarded).
     var deadLettersPending = true
 
     /// Opening reads nothing from the shard: the cache fills as batches need it.
     init(shard: Shard, priority: SourcePriority, cacheBudgetBytes: Int) {
-        self.shard = shard
+        projection = ShardProjection(shard: shard, priority: priority, cacheBudgetBytes: cacheBudgetBytes)
         partition = TopicPartition(shard.topic, shard.partition)
-        ledger = Ledger(priority: priority, store: shard, cacheBudgetBytes: cacheBudgetBytes)
     }
 
     var isCaughtUp: Bool { endOffset.map { shard.nextOffset >= $0 } ?? false }
@@ -40,15 +38,14 @@ final class PartitionWorker {
 
     /// Applies `messages` (in offset order) and commits them as one batch.
     func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> Outcome {
-        precondition(!broken, "a broken worker must be reopened")
         var outcome = Outcome()
         guard let last = messages.last, last.offset >= shard.nextOffset else {
             outcome.skipped = messages.count
             return outcome
         }
         let decoder = EventDecoder()
-        var batch = Shard.Batch(nextOffset: last.offset + 1)
-        var events: [(event: Event, offset: Int64)] = []
+        var deadLetters: [Shard.DeadLetter] = []
+        var events: [(event: Event, position: Int64)] = []
         events.reserveCapacity(messages.count)
         for message in messages {
             guard message.offset >= shard.nextOffset else {
@@ -60,58 +57,27 @@ final class PartitionWorker {
                 : message.value.withUnsafeBufferPointer { bytes in Result { () throws(EventError) in try decoder.decode(bytes) } }
             switch decoded {
             case .failure(let error):
-                batch.deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                          reason: error.description, code: error.code.rawValue))
-                outcome.deadLetters += 1
+                deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                    reason: error.description, code: error.code.rawValue))
             case .success(let event):
                 // Byte for byte: String's == would take a differently normalized key for the user.
                 if !message.key.isEmpty, !message.key.elementsEqual(event.user.utf8) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
-                    batch.deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
-                                                              code: "key_mismatch"))
-                    outcome.deadLetters += 1
+                    deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                        reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
+                                                        code: "key_mismatch"))
                     continue
                 }
                 events.append((event, message.offset))
             }
         }
-        do {
-            try ledger.load(for: events.map(\.event))
-        } catch {
-            fail()
-            throw error
-        }
-        var dirty = Set<DayKey>()
-        for (event, offset) in events {
-            let changed = ledger.apply(event, at: offset)
-            switch event {
-            case .sampleAdded(let sample):
-                if !changed.isEmpty { batch.upserts.append((sample, offset)) }
-            case .sampleDeleted(let user, let uuid):
-                batch.deletes.append((user, uuid))
-            }
-            dirty.formUnion(changed)
-            outcome.applied += 1
-        }
-        batch.rows = ledger.recompute(dirty)
-        outcome.rowsChanged = batch.rows.count
-        outcome.changedKeys = Array(batch.rows.keys)
-        do {
-            try shard.commit(batch)
-        } catch {
-            fail()
-            throw error
-        }
-        ledger.evictIfOverBudget()
-        if outcome.deadLetters > 0 { deadLettersPending = true }
+        let result = try projection.apply(events, deadLetters: deadLetters, nextPosition: last.offset + 1)
+        outcome.applied = result.applied
+        outcome.deadLetters = deadLetters.count
+        outcome.rowsChanged = result.rows.count
+        outcome.changedKeys = Array(result.rows.keys)
+        if !deadLetters.isEmpty { deadLettersPending = true }
         return outcome
-    }
-
-    /// The cache may now hold what the shard does not: forget it and refuse further batches.
-    private func fail() {
-        broken = true
-        ledger.dropCache()
     }
 }

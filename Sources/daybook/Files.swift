@@ -18,9 +18,10 @@ enum Files {
     /// hundred bytes; Kafka's default limit for a message is 1 MB.
     static let maximumLineBytes = EventDecoder.maximumEventBytes
 
-    /// Opens `path` for reading events: `-` is standard input, a regular file is mapped,
+    /// Opens `path` for reading events: `-` is standard input, a regular file is mapped
+    /// (unless `mapping` is false: mapped pages count in the process's resident memory),
     /// anything else that can be read (a FIFO, /dev/stdin) is streamed.
-    static func input(_ path: String) throws -> Input {
+    static func input(_ path: String, mapping: Bool = true) throws -> Input {
         if path == "-" { return .stream(fd: 0, name: "standard input", close: false) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw openFailure(path, errno) }
@@ -31,6 +32,8 @@ enum Files {
             throw failure
         }
         switch info.st_mode & S_IFMT {
+        case S_IFREG where !mapping:
+            return .stream(fd: fd, name: path, close: true)
         case S_IFREG:
             close(fd)
             return .bytes(try read(path))

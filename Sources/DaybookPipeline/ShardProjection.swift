@@ -1,0 +1,72 @@
+import DaybookCore
+import DaybookStore
+
+/// Applies decoded events to one shard through a ledger that caches it: load what the
+/// events need, apply them, recompute the days they touched, commit samples, rows, dead
+/// letters and the next position in one transaction, then let the cache shrink back to
+/// its budget. The projector (one per partition) and `daybook rollup` (one temporary
+/// shard) both go through it, so memory is bounded by the cache, not by the history.
+///
+/// If a load or a commit fails the projection is `broken`: its cache may be ahead of its
+/// shard, so it must be dropped and reopened (the shard still holds the last good state).
+public final class ShardProjection {
+    public let shard: Shard
+    public let ledger: Ledger
+    public private(set) var broken = false
+
+    /// Opening reads nothing from the shard: the cache fills as batches need it.
+    public init(shard: Shard, priority: SourcePriority, cacheBudgetBytes: Int) {
+        self.shard = shard
+        ledger = Ledger(priority: priority, store: shard, cacheBudgetBytes: cacheBudgetBytes)
+    }
+
+    /// What one batch changed.
+    public struct Outcome {
+        public var applied = 0
+        /// The recomputed rows (nil: the day has no data any more).
+        public var rows: [DayKey: DayTotal?] = [:]
+    }
+
+    /// Applies `events` (in log order, positions increasing) and commits them with
+    /// `deadLetters` and `nextPosition` as one transaction.
+    public func apply(_ events: [(event: Event, position: Int64)], deadLetters: [Shard.DeadLetter] = [],
+                      nextPosition: Int64) throws -> Outcome {
+        precondition(!broken, "a broken projection must be reopened")
+        var batch = Shard.Batch(nextOffset: nextPosition)
+        batch.deadLetters = deadLetters
+        do {
+            try ledger.load(for: events.map(\.event))
+        } catch {
+            fail()
+            throw error
+        }
+        var outcome = Outcome()
+        var dirty = Set<DayKey>()
+        for (event, position) in events {
+            let changed = ledger.apply(event, at: position)
+            switch event {
+            case .sampleAdded(let sample):
+                if !changed.isEmpty { batch.upserts.append((sample, position)) }
+            case .sampleDeleted(let user, let uuid):
+                batch.deletes.append((user, uuid))
+            }
+            dirty.formUnion(changed)
+            outcome.applied += 1
+        }
+        batch.rows = ledger.recompute(dirty)
+        do {
+            try shard.commit(batch)
+        } catch {
+            fail()
+            throw error
+        }
+        ledger.evictIfOverBudget()
+        outcome.rows = batch.rows
+        return outcome
+    }
+
+    private func fail() {
+        broken = true
+        ledger.dropCache()
+    }
+}
