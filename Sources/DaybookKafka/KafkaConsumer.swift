@@ -1,12 +1,27 @@
 import DaybookLog
 
-/// One message read from Kafka (payload and key copied out of librdkafka).
-public struct ConsumedMessage: Sendable {
+/// One message read from Kafka. Its key and payload stay in librdkafka's buffer, uncopied,
+/// for as long as the value (or a copy of it) lives; `key`, `value` and `headers` copy
+/// them out, `withKey` and `withValue` lend them.
+public struct ConsumedMessage: @unchecked Sendable {
     public var topicPartition: TopicPartition
     public var offset: Int64
-    public var key: [UInt8]
-    public var value: [UInt8]
-    public var headers: [(String, [UInt8])]
+    let storage: MessageStorage
+
+    /// The payload's length in bytes.
+    public var valueCount: Int { storage.value.count }
+
+    public func withValue<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try body(storage.value.bindMemory(to: UInt8.self))
+    }
+
+    public func withKey<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try body(storage.key.bindMemory(to: UInt8.self))
+    }
+
+    public var key: [UInt8] { Array(storage.key) }
+    public var value: [UInt8] { Array(storage.value) }
+    public var headers: [(String, [UInt8])] { storage.headers() }
 
     public func header(_ name: String) -> [UInt8]? { headers.first { $0.0 == name }?.1 }
 }

@@ -52,16 +52,17 @@ final class PartitionWorker {
                 outcome.skipped += 1 // already in the shard (redelivered after a seek or rebalance)
                 continue
             }
-            let decoded = message.value.count > EventDecoder.maximumEventBytes
+            // Decoded where librdkafka holds it: no copy of the payload.
+            let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
-                : message.value.withUnsafeBufferPointer { bytes in Result { () throws(EventError) in try decoder.decode(bytes) } }
+                : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes) } }
             switch decoded {
             case .failure(let error):
                 deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                     reason: error.description, code: error.code.rawValue))
             case .success(let event):
                 // Byte for byte: String's == would take a differently normalized key for the user.
-                if !message.key.isEmpty, !message.key.elementsEqual(event.user.utf8) {
+                if message.withKey({ key in !key.isEmpty && !key.elementsEqual(event.user.utf8) }) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
                     deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,

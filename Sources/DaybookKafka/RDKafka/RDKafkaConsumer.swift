@@ -123,9 +123,11 @@ final class RDKafkaConsumer {
         return events
     }
 
-    /// Copies one librdkafka message into an event and destroys the message.
+    /// Turns one librdkafka message into an event: a message keeps librdkafka's buffer (no
+    /// copy); anything else is copied and destroyed at once.
     private func convert(_ message: UnsafeMutablePointer<rd_kafka_message_t>, into events: inout [ConsumerEvent]) {
-        defer { rd_kafka_message_destroy(message) }
+        var keep = false
+        defer { if !keep { rd_kafka_message_destroy(message) } }
         let m = message.pointee
         let topic = m.rkt.map(name(of:)) ?? ""
         if m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
@@ -142,10 +144,9 @@ final class RDKafkaConsumer {
             events.append(.error(RDKafkaClient.error(m.err, "consuming \(topic)[\(m.partition)] \(text)", kind: .broker)))
             return
         }
-        let value = m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
-        let key = m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) } ?? []
+        keep = true // the message now belongs to its storage, destroyed with it
         events.append(.message(ConsumedMessage(topicPartition: TopicPartition(topic, m.partition), offset: m.offset,
-                                               key: key, value: value, headers: headers(of: message))))
+                                               storage: MessageStorage(message, client: client))))
     }
 
     private func name(of rkt: OpaquePointer) -> String {
@@ -153,22 +154,6 @@ final class RDKafkaConsumer {
         let name = String(cString: rd_kafka_topic_name(rkt))
         topicNames[rkt] = name
         return name
-    }
-
-    private func headers(of message: UnsafeMutablePointer<rd_kafka_message_t>) -> [(String, [UInt8])] {
-        var list: OpaquePointer? = nil
-        guard rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
-        var out: [(String, [UInt8])] = []
-        var index = 0
-        while true {
-            var name: UnsafePointer<CChar>? = nil
-            var value: UnsafeRawPointer? = nil
-            var size = 0
-            guard rd_kafka_header_get_all(list, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR, let name else { break }
-            out.append((String(cString: name), value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []))
-            index += 1
-        }
-        return out
     }
 
     func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
@@ -234,5 +219,43 @@ final class RDKafkaConsumer {
         closed = true
         stopDirect()
         rd_kafka_consumer_close(client.handle)
+    }
+}
+
+/// A librdkafka message kept alive for its key and payload, destroyed with the last copy
+/// of the `ConsumedMessage` that holds it (from whichever thread releases it).
+///
+/// It holds its client: `rd_kafka_destroy` waits until every message of the handle is
+/// destroyed, so a message that outlived its client would hang the destroy forever.
+final class MessageStorage {
+    private let message: UnsafeMutablePointer<rd_kafka_message_t>
+    private let client: RDKafkaClient
+    let key: UnsafeRawBufferPointer
+    let value: UnsafeRawBufferPointer
+
+    init(_ message: UnsafeMutablePointer<rd_kafka_message_t>, client: RDKafkaClient) {
+        self.message = message
+        self.client = client
+        let m = message.pointee
+        key = m.key.map { UnsafeRawBufferPointer(start: $0, count: m.key_len) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        value = m.payload.map { UnsafeRawBufferPointer(start: $0, count: m.len) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    deinit { rd_kafka_message_destroy(message) }
+
+    func headers() -> [(String, [UInt8])] {
+        var list: OpaquePointer? = nil
+        guard rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
+        var out: [(String, [UInt8])] = []
+        var index = 0
+        while true {
+            var name: UnsafePointer<CChar>? = nil
+            var value: UnsafeRawPointer? = nil
+            var size = 0
+            guard rd_kafka_header_get_all(list, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR, let name else { break }
+            out.append((String(cString: name), value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []))
+            index += 1
+        }
+        return out
     }
 }
