@@ -41,6 +41,14 @@ public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable {
 
     public static func < (a: Metric, b: Metric) -> Bool { a.rawValue < b.rawValue }
 
+    /// The metric's number in a shard's state store (never renumber: shards keep it).
+    public var storageCode: Int { index }
+
+    public init?(storageCode: Int) {
+        guard let metric = Metric.allCases.first(where: { $0.index == storageCode }) else { return nil }
+        self = metric
+    }
+
     /// A dense index (0 ..< allCases.count) for array-backed tables.
     var index: Int {
         switch self {

@@ -36,6 +36,9 @@ public final class Database {
     private var handle: OpaquePointer?
     public let path: String
     private var cache: [String: Statement] = [:]
+    /// The rowid of the last row inserted on this connection.
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
     /// Process-wide settings, applied once before the first connection opens.
     private static let configured: Bool = daybook_disable_memory_statistics() == SQLITE_OK
 

@@ -160,6 +160,31 @@ func temporaryDirectory() throws -> String {
         #expect(full < 20)
     }
 
+    @Test func aShardOfTheFirstSchemaIsMigratedIntoTheStateStore() throws {
+        // A shard written before the state store: samples and tombstones in two tables.
+        let dir = scratch.path
+        let path = dir + "/" + Shard.fileName(topic: "t", partition: 0)
+        do {
+            let old = try Database(path: path)
+            try old.migrate(Array(Shard.migrations.prefix(1)))
+            try old.execute("""
+                INSERT INTO meta (key, value) VALUES ('priority', 'f'), ('topic', 't'), ('partition', '0');
+                INSERT INTO samples VALUES ('ana', 'w', 'steps', 'watch', 1714986000000000000, 1714989600000000000, 600, 'Europe/Berlin', 4);
+                INSERT INTO samples VALUES ('ana', 'h', 'heart_rate', 'watch', 1714986000000000000, 1714986000000000000, 61, 'UTC', 5);
+                INSERT INTO tombstones VALUES ('ana', 'gone');
+                INSERT INTO progress VALUES ('t', 0, 6, datetime('now'));
+                """)
+        }
+        let shard = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
+        #expect(shard.nextOffset == 6)
+        let start = Instant(nanoseconds: 1_714_986_000_000_000_000)
+        #expect(try shard.entries(user: "ana", uuids: ["w", "h", "gone", "new"]) == [
+            "w": .live(Sample(user: "ana", uuid: "w", metric: .steps, source: "watch", start: start,
+                              end: Instant(nanoseconds: 1_714_989_600_000_000_000), value: 600, zone: "Europe/Berlin"), seq: 4),
+            "h": .live(Sample(user: "ana", uuid: "h", metric: .heartRate, source: "watch", start: start, end: start, value: 61, zone: "UTC"), seq: 5),
+            "gone": .tombstoned, "new": .absent])
+    }
+
     @Test func aSecondOpenerWaitsForTheLock() throws {
         let dir = scratch.path
         let first = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
