@@ -392,7 +392,10 @@ enum PipelineBench {
             }
         }
         if low > 0 {
-            throw CLIError(code: ExitCode.logMismatch, message: "after \(step) the embedded broker holds only \(high - low) of \(events) events: its retention (each partition keeps its newest ~5 MiB / 100,000 message sets) dropped \(low). Run with more --partitions (e.g. --partitions \(partitions * 2)) or fewer --events.")
+            // Room grows with partitions: a quarter more than the share that fitted.
+            let kept = max(1, Double(high - low))
+            let suggested = max(partitions * 2, Int((Double(partitions) * Double(events) / kept * 1.25).rounded(.up)))
+            throw CLIError(code: ExitCode.logMismatch, message: "after \(step) the embedded broker holds only \(high - low) of \(events) events: its retention (each partition keeps its newest ~5 MiB / 100,000 message sets) dropped \(low). Run with more --partitions (e.g. --partitions \(suggested)) or fewer --events.")
         }
         guard high == Int64(events) else {
             throw CLIError(code: ExitCode.software, message: "after \(step) \(topic) holds \(high) messages, expected \(events)")
