@@ -32,12 +32,15 @@ enum BenchCommand: Subcommand {
       4. times raw librdkafka consumption of the published topic, key and payload read
          and counted here: 'kcat -C -e' over all partitions (raw direct) and 'kcat -G' in a
          fresh consumer group (raw group, group join included), both with the projector's
-         prefetch settings; each until its last message;
+         prefetch settings and fetch.wait.max.ms=10 (kcat's fastest); each until its last
+         message; the fastest of 3 direct and 2 group runs counts (the embedded broker now
+         and then holds a new consumer's first fetch for 0.5 s);
       5. times 'daybook project --solo --until-caught-up' and 'daybook project
          --until-caught-up' in a fresh group, each into a fresh data directory, with the
          peak RSS of each (wait4's ru_maxrss);
       6. times a restart of each on its finished data directory with nothing new to read
-         (the group restart includes joining the group: ~3 s on the embedded broker);
+         (the group restart includes joining the group again, which waits until the
+         previous run's membership expires: session.timeout.ms, 10 s by default);
       7. measures the core in process: apply + resolve of the same events (samples/s).
     Progress goes to stderr. Stdout gets a table, then as its LAST line one JSON object:
       bench ("pipeline"), version, events, users, partitions, seed, cores, load_average
@@ -73,7 +76,7 @@ enum BenchCommand: Subcommand {
     the step and its stderr tail; 130 interrupted (children stopped, files removed).
 
     EXAMPLES:
-      daybook bench                                   # 1M events, 64 partitions (~1 min)
+      daybook bench                                   # 1M events, 64 partitions (~45 s)
       daybook bench --events 250000 --json | tail -n 1
       daybook bench --config small-cache.json         # project runs with that configuration
       daybook bench core --samples 1000000
