@@ -24,7 +24,8 @@ enum BenchCommand: Subcommand {
     machine, with child processes of this binary and kcat:
       1. generates a realistic log of exactly --events events (as 'bench generate' does:
          ~350 events per user-day; the last users' last day is cut to the count) into a
-         temporary directory, removed at exit, on error and on Ctrl-C;
+         temporary directory, removed at exit and on error; Ctrl-C (SIGINT, SIGTERM,
+         SIGHUP) stops the children, removes it, then ends the bench by that signal;
       2. starts 'daybook broker --partitions N' (an embedded broker, a child process);
       3. times 'daybook publish' of the log, and beside it 'kcat -P' of the same events,
          keyed by user (-K), with publish's producer settings (lz4, linger.ms 5, idempotence,
@@ -73,7 +74,7 @@ enum BenchCommand: Subcommand {
     log did not fit the embedded broker's retention (use more --partitions); a step that
     fails exits with its daybook child's code (65-78, e.g. 74 disk full, 78 bad --config)
     or 70 (kcat failed, a count did not match, a child was killed or timed out), naming
-    the step and its stderr tail; 130 interrupted (children stopped, files removed).
+    the step and its stderr tail.
 
     EXAMPLES:
       daybook bench                                   # 1M events, 64 partitions (~45 s)
@@ -104,7 +105,13 @@ enum BenchCommand: Subcommand {
             settings.seed = seed
             settings.config = arguments.value("--config")
             settings.jsonOnly = arguments.has("--json")
-            return try PipelineBench.run(settings)
+            do {
+                return try PipelineBench.run(settings)
+            } catch is BenchInterrupts.Interrupted {
+                // The children are stopped and the files removed (PipelineBench's clean-up).
+                printError("daybook bench: interrupted; stopped the children and removed the temporary files")
+                BenchInterrupts.dieOfTheSignal()
+            }
         }
         if let option = pipelineOnly.first(where: given.contains) {
             throw CLIError.usage("\(option) is for the pipeline bench (plain 'daybook bench'), not bench \(mode)")

@@ -175,20 +175,42 @@ final class ChildProcess: Sendable {
         return fds
     }
 
-    /// Stops every live child (an interrupt): SIGTERM, or SIGKILL when `hard`.
+    /// Stops every live child (an interrupt): SIGTERM and SIGKILL 5 s later — a projector
+    /// whose broker was stopped by the same Ctrl-C can take long to shut down — or SIGKILL
+    /// at once when `hard`.
     static func signalAll(hard: Bool) {
-        for child in live.withLock({ $0 }) { child.signal(hard ? SIGKILL : SIGTERM) }
+        for child in live.withLock({ $0 }) {
+            if hard { child.signal(SIGKILL) } else { child.stop(grace: 5) }
+        }
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP during the bench: the first stops every child (SIGTERM), the
-/// second kills them; the bench then removes its files and exits 130.
+/// SIGINT, SIGTERM and SIGHUP during the bench: the first stops every child (SIGTERM, then
+/// SIGKILL after 5 s), the second kills them; the bench then removes its files and ends by the same signal, as an
+/// interrupted program should (so that a calling shell or loop sees the interrupt).
 enum BenchInterrupts {
     private static let requested = Atomic<Bool>(false)
     private static let count = Atomic<Int>(0)
     private static let wakeUp = Atomic<Int32>(-1)
+    private static let received = Atomic<Int32>(SIGINT)
 
     static var isRequested: Bool { requested.load(ordering: .relaxed) }
+
+    /// The error that unwinds the bench (running its clean-up) after an interrupt.
+    struct Interrupted: Error {}
+
+    /// Ends the process by the signal that interrupted it (default action), after the
+    /// clean-up has run.
+    static func dieOfTheSignal() -> Never {
+        let s = received.load(ordering: .relaxed)
+        Glibc.signal(s, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, s)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        raise(s)
+        exit(128 + s)
+    }
 
     static func install() {
         guard let fds = ChildProcess.pipe() else { return }
@@ -209,7 +231,8 @@ enum BenchInterrupts {
         for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, s) }
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         for s in [SIGINT, SIGTERM, SIGHUP] {
-            Glibc.signal(s) { _ in
+            Glibc.signal(s) { number in
+                BenchInterrupts.received.store(number, ordering: .relaxed)
                 BenchInterrupts.requested.store(true, ordering: .relaxed)
                 BenchInterrupts.count.add(1, ordering: .relaxed)
                 var byte: UInt8 = 1

@@ -488,9 +488,7 @@ enum PipelineBench {
     static func note(_ s: String) { printError("bench: " + s) }
 
     static func checkInterrupt() throws {
-        if BenchInterrupts.isRequested {
-            throw CLIError(code: 130, message: "interrupted; stopped the children and removed the temporary files")
-        }
+        if BenchInterrupts.isRequested { throw BenchInterrupts.Interrupted() }
     }
 
     static func seconds(since t0: ContinuousClock.Instant) -> Double {
