@@ -26,11 +26,15 @@ import Testing
         return Set(names.filter { $0.hasPrefix("daybook-bench.") })
     }
 
-    // A hang guard, not a timing assertion: the run takes ~20 s (two group joins and a
-    // restart that waits out the old membership).
+    let scratch = TemporaryDirectory()
+
+    // A hang guard, not a timing assertion: the run takes ~20-40 s (three group joins and a
+    // restart that waits out the old membership: the shortest session the embedded broker
+    // accepts, through --config, which every project run gets).
     @Test(.timeLimit(.minutes(3))) func smallRunPrintsTheTableThenOneJSONLineWithEveryFigure() throws {
         let before = Self.benchDirectories()
-        let r = try Daybook.run(["bench", "--events", "20000", "--partitions", "8"])
+        let config = try scratch.file(#"{"kafka":{"consumer":{"session.timeout.ms":6000,"heartbeat.interval.ms":500}}}"#, suffix: ".json")
+        let r = try Daybook.run(["bench", "--events", "20000", "--partitions", "8", "--config", config])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("daybook bench: 20,000 events") == true, "\(r.stdout)")
@@ -50,7 +54,7 @@ import Testing
         #expect(number("seed") == 1)
         #expect(number("users") >= 1 && number("users") <= 200)
         #expect(number("cores") >= 1)
-        #expect(object["config"] is NSNull)
+        #expect(object["config"] as? String == config)
         // ~230 bytes per event.
         #expect(number("log_bytes") > 20_000 * 150 && number("log_bytes") < 20_000 * 400)
         for key in Self.keys where key.hasSuffix("_per_s") || key.hasSuffix("_seconds") || key.hasSuffix("_rss_mb") || key.hasPrefix("ratio_") {
