@@ -1,35 +1,122 @@
 import DaybookCore
 import Foundation
 
-/// `daybook bench core`: how fast the core resolves a realistic mix of samples.
+/// `daybook bench`: the pipeline benchmark (PipelineBench.swift); `bench core`: how fast the
+/// core resolves a realistic mix of samples; `bench generate`: that realistic log.
 enum BenchCommand: Subcommand {
     static let name = "bench"
-    static let abstract = "Measure throughput (bench core: decode, apply, resolve)."
-    static let usage = "bench core|generate [--samples N] [--users N] [--seed N]"
+    static let abstract = "Measure throughput: the pipeline beside kcat (default), the core, or generate a log."
+    static let usage = """
+    bench [pipeline] [--events N] [--partitions N] [--users N] [--seed N] [--config FILE] [--json]
+           daybook bench core|generate [--samples N] [--users N] [--seed N]
+    """
     static let options = [
-        OptionSpec(name: "--samples", value: "N", help: "About how many samples to generate (default 1000000)."),
+        OptionSpec(name: "--events", value: "N", help: "pipeline: events in the log (default 1000000)."),
+        OptionSpec(name: "--partitions", value: "N", help: "pipeline: partitions of health-samples (default 64)."),
+        OptionSpec(name: "--config", value: "FILE", help: "pipeline: passed to every 'daybook project' run (e.g. a small state cache)."),
+        OptionSpec(name: "--json", value: nil, help: "pipeline: print only the JSON line (no table)."),
+        OptionSpec(name: "--samples", value: "N", help: "core, generate: about how many samples to generate (default 1000000)."),
         OptionSpec(name: "--users", value: "N", help: "Users to spread them over (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "Random seed, for repeatable data (default 1)."),
     ]
     static let discussion = """
-    'generate' writes such a log as JSON lines to stdout (for publish and projector
-    benchmarks: daybook bench generate --samples 1000000 > events.jsonl).
+    PIPELINE (the default; 'bench pipeline' is the same) measures, in one run, on this
+    machine, with child processes of this binary and kcat:
+      1. generates a realistic log of exactly --events events (as 'bench generate' does:
+         ~350 events per user-day; the last users' last day is cut to the count) into a
+         temporary directory, removed at exit and on error; Ctrl-C (SIGINT, SIGTERM,
+         SIGHUP) stops the children, removes it, then ends the bench by that signal;
+      2. starts 'daybook broker --partitions N' (an embedded broker, a child process);
+      3. times 'daybook publish' of the log, and beside it 'kcat -P' of the same events,
+         keyed by user (-K), with publish's producer settings (lz4, linger.ms 5, idempotence,
+         acks=all, murmur2 partitioner) into a second broker;
+      4. times raw librdkafka consumption of the published topic, key and payload read
+         and counted here: 'kcat -C -e' over all partitions (raw direct) and 'kcat -G' in a
+         fresh consumer group (raw group, group join included), both with the projector's
+         prefetch settings and fetch.wait.max.ms=10 (kcat's fastest); each until its last
+         message; the fastest of 3 direct and 2 group runs counts (the embedded broker now
+         and then holds a new consumer's first fetch for 0.5 s);
+      5. times 'daybook project --solo --until-caught-up' and 'daybook project
+         --until-caught-up' in a fresh group, each into a fresh data directory, with the
+         peak RSS of each (wait4's ru_maxrss);
+      6. times a restart of each on its finished data directory with nothing new to read
+         (the group restart includes joining the group again, which waits until the
+         previous run's membership expires: session.timeout.ms, 10 s by default);
+      7. measures the core in process: apply + resolve of the same events (samples/s).
+    Progress goes to stderr. Stdout gets a table, then as its LAST line one JSON object:
+      bench ("pipeline"), version, events, users, partitions, seed, cores, load_average
+      (1-minute, at the start: other work skews every figure), log_bytes, config (the
+      --config path or null), publish_seconds, publish_events_per_s,
+      publish_peak_rss_mb, kcat_produce_seconds, kcat_produce_events_per_s,
+      raw_direct_seconds, raw_direct_events_per_s, raw_group_seconds,
+      raw_group_events_per_s, raw_group_first_message_seconds, project_solo_seconds,
+      project_solo_events_per_s, project_solo_peak_rss_mb, project_group_seconds,
+      project_group_events_per_s, project_group_peak_rss_mb, restart_solo_seconds,
+      restart_solo_peak_rss_mb, restart_group_seconds, restart_group_peak_rss_mb,
+      data_bytes (on disk, solo data directory), data_bytes_per_event,
+      core_samples_per_s, ratio_project_solo_to_raw_direct,
+      ratio_project_group_to_raw_group, ratio_publish_to_kcat_produce.
+    Seconds are wall time from spawn to exit (kcat consumers: to their last message);
+    events/s is events / seconds; peak RSS in MiB. BENCHMARKS.md explains each figure.
+    kcat is required (scripts/setup installs it). The embedded broker keeps only each
+    partition's newest ~5 MiB / 100,000 message sets: 64 partitions hold 1M events; the
+    bench checks that every event is still there after publishing.
 
-    'core' generates a realistic log in memory (a watch and a phone recording the same
+    CORE generates a realistic log in memory (a watch and a phone recording the same
     walks, manual entries, per-minute heart rate, a few travellers and DST weekends) and
     times, on one thread: decoding and validating the JSON lines, applying the events to
     the ledger, and resolving every (user, metric, day) total. Prints figures; asserts nothing.
 
-    EXIT CODES: 0 done; 64 usage.
+    GENERATE writes such a log as JSON lines to stdout.
+
+    EXIT CODES: 0 done; 64 usage; 66 --config FILE missing; 69 kcat is not on PATH, or an
+    embedded broker did not start; 74 the temporary directory cannot be written; 76 the
+    log did not fit the embedded broker's retention (use more --partitions); a step that
+    fails exits with its daybook child's code (65-78, e.g. 74 disk full, 78 bad --config)
+    or 70 (kcat failed, a count did not match, a child was killed or timed out), naming
+    the step and its stderr tail.
+
+    EXAMPLES:
+      daybook bench                                   # 1M events, 64 partitions (~45 s)
+      daybook bench --events 250000 --json | tail -n 1
+      daybook bench --config small-cache.json         # project runs with that configuration
+      daybook bench core --samples 1000000
+      daybook bench generate --samples 1000000 > events.jsonl
     """
 
+    static let pipelineOnly = ["--events", "--partitions", "--config", "--json"]
+
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
-        guard arguments.positionals == ["core"] || arguments.positionals == ["generate"] else {
-            throw CLIError.usage("bench takes one target: core or generate")
+        let mode = arguments.positionals.first ?? "pipeline"
+        guard arguments.positionals.count <= 1, ["pipeline", "core", "generate"].contains(mode) else {
+            throw CLIError.usage("bench takes at most one target: pipeline (the default), core or generate")
         }
-        let target = try arguments.integer("--samples", default: 1_000_000, in: 1...100_000_000)
         let userCount = try arguments.integer("--users", default: 200, in: 1...1_000_000)
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
+        let given = Set(arguments.values.keys).union(arguments.flags)
+        if mode == "pipeline" {
+            if given.contains("--samples") {
+                throw CLIError.usage("--samples is for bench core and generate; the pipeline bench takes --events N")
+            }
+            var settings = PipelineBench.Settings()
+            settings.events = try arguments.integer("--events", default: settings.events, in: 1...20_000_000)
+            settings.partitions = try arguments.integer("--partitions", default: settings.partitions, in: 1...1_000)
+            settings.users = userCount
+            settings.seed = seed
+            settings.config = arguments.value("--config")
+            settings.jsonOnly = arguments.has("--json")
+            do {
+                return try PipelineBench.run(settings)
+            } catch is BenchInterrupts.Interrupted {
+                // The children are stopped and the files removed (PipelineBench's clean-up).
+                printError("daybook bench: interrupted; stopped the children and removed the temporary files")
+                BenchInterrupts.dieOfTheSignal()
+            }
+        }
+        if let option = pipelineOnly.first(where: given.contains) {
+            throw CLIError.usage("\(option) is for the pipeline bench (plain 'daybook bench'), not bench \(mode)")
+        }
+        let target = try arguments.integer("--samples", default: 1_000_000, in: 1...100_000_000)
         if arguments.positionals == ["generate"] {
             var generator = SyntheticLog(seed: UInt64(seed))
             var out = OutputBuffer()
