@@ -153,6 +153,11 @@ public struct ConsumerConfiguration: Sendable {
         p["queued.max.messages.kbytes"] = String(max(1_024, prefetchBytes / 1_024))
         p["queued.min.messages"] = "1000000"
         p["fetch.max.bytes"] = String(max(1 << 20, min(52_428_800, prefetchBytes / 4)))
+        // How long a broker may hold a fetch that has nothing (librdkafka: 500 ms). 100 ms
+        // answers the end of a partition sooner (a --until-caught-up restart with nothing
+        // new: 0.6 s -> 0.2 s on the embedded broker) for at most 10 empty fetches a second
+        // per broker while idle. kafka.properties can set it.
+        p["fetch.wait.max.ms"] = "100"
         return try merge(p, connection, locked: ConsumerConfiguration.locked)
     }
 }

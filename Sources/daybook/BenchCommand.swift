@@ -38,7 +38,7 @@ enum BenchCommand: Subcommand {
          and then holds a new consumer's first fetch for 0.5 s);
       5. times 'daybook project --solo --until-caught-up' and 'daybook project
          --until-caught-up' in a fresh group, each into a fresh data directory, with the
-         peak RSS of each (wait4's ru_maxrss);
+         peak RSS of each (VmHWM from /proc, sampled every 20 ms);
       6. times a restart of each on its finished data directory with nothing new to read
          (the group restart includes joining the group again, which waits until the
          previous run's membership expires: session.timeout.ms, 10 s by default);

@@ -4,9 +4,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// A child process for the pipeline bench, started with posix_spawn and reaped with wait4 so
-/// that its peak resident set size (`ru_maxrss`) is known — Foundation's Process reaps its
-/// children itself and keeps their resource usage.
+/// A child process for the pipeline bench, started with posix_spawn, its peak resident set
+/// size sampled from /proc while it runs (see `peakBytes`), and reaped with wait4.
 ///
 /// Every live child is in `ChildProcess.live`, so that an interrupt (`BenchInterrupts`) can
 /// stop them all. A child is waited for without being reaped first (waitid with WNOWAIT), so
@@ -28,7 +27,7 @@ final class ChildProcess: Sendable {
         var signal: Int32?
         /// Wall time from just before the spawn to the child's exit.
         var seconds: Double
-        /// Peak resident set size (wait4's ru_maxrss), in bytes.
+        /// Peak resident set size (VmHWM, sampled while it ran), in bytes.
         var peakRSSBytes: Int
         /// True when the signal that ended it was ours (a watchdog or `stop`).
         var stoppedByUs: Bool
@@ -99,8 +98,30 @@ final class ChildProcess: Sendable {
         }
         pid = child
         ChildProcess.live.withLock { $0.append(self) }
+        samplePeakMemory()
         // An interrupt that came between the spawn and the registration above missed it.
         if BenchInterrupts.isRequested { signal(SIGTERM) }
+    }
+
+    /// The child's own peak RSS (VmHWM of /proc/<pid>/status), sampled every 20 ms while it
+    /// runs. Not wait4's ru_maxrss: posix_spawn starts the child with vfork, and at exec Linux
+    /// folds the high-water mark of the memory it shared — the bench's — into ru_maxrss
+    /// (a restart of 40 MiB read as 118). VmHWM never decreases, so the last sample before
+    /// exit misses at most 20 ms of growth.
+    private let peakBytes = Mutex<Int>(0)
+
+    private func samplePeakMemory() {
+        let path = "/proc/\(pid)/status"
+        DispatchQueue.global().async { [self] in
+            while !state.withLock({ $0.exited }) {
+                if let text = try? String(contentsOfFile: path, encoding: .utf8),
+                   let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                   let kb = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") {
+                    peakBytes.withLock { $0 = max($0, kb * 1_024) }
+                }
+                usleep(20_000)
+            }
+        }
     }
 
     /// Sends `signal` unless the child has exited (its pid may then be reused once reaped).
@@ -155,7 +176,7 @@ final class ChildProcess: Sendable {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return Outcome(exitCode: termination == 0 ? (status >> 8) & 0xFF : nil,
                        signal: termination == 0 ? nil : termination,
-                       seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024,
+                       seconds: seconds, peakRSSBytes: peakBytes.withLock { $0 },
                        stoppedByUs: signalled && termination != 0, timedOut: timedOut)
     }
 
