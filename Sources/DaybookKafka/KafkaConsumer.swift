@@ -8,6 +8,17 @@ public struct ConsumedMessage: @unchecked Sendable {
     public var offset: Int64
     let storage: MessageStorage
 
+    init(topicPartition: TopicPartition, offset: Int64, storage: MessageStorage) {
+        self.topicPartition = topicPartition
+        self.offset = offset
+        self.storage = storage
+    }
+
+    /// A message made in process, with copies of the bytes (tests, the fuzzer).
+    init(topicPartition: TopicPartition, offset: Int64, key: [UInt8], value: [UInt8], headers: [(String, [UInt8])]) {
+        self.init(topicPartition: topicPartition, offset: offset, storage: MessageStorage(key: key, value: value, headers: headers))
+    }
+
     /// The payload's length in bytes.
     public var valueCount: Int { storage.value.count }
 

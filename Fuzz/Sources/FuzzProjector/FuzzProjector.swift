@@ -4,16 +4,19 @@
 // Input: when it contains a newline, the first line is the message key and each further
 // line (up to 8) one message value; otherwise the whole input is one value with no key.
 // The messages get the next offsets of the partition and are applied as one batch (decode,
-// key check, Ledger.apply, recompute, Shard.commit). One shard is reused across inputs.
+// key check, load from the shard, Ledger.apply, recompute, Shard.commit, evict). The
+// worker's cache budget is 0: every batch reads what it needs back from the shard. One
+// shard is reused across inputs.
 //
 // Traps (findings) are Swift runtime traps and these contracts:
 // - a message never makes the commit fail (a poison message would stop the projector);
 // - every message is applied or dead-lettered, and the shard's offset moves past the batch;
 // - the shard stores as many dead letters as the worker reported (checked on reopening);
 // - the same batch delivered again is skipped entirely;
-// - every 2,000 inputs the shard is reopened: the ledger restored from it gives the same
-//   rows as the worker's own ledger. Every 20,000 inputs a fresh shard is started, so the
-//   ledger and the file stay small and the rate stays even.
+// - every 2,000 inputs the shard is reopened and its stored rows must equal those of an
+//   in-memory ledger given every event the worker applied (the cache over the store
+//   against the plain ledger). Every 20,000 inputs a fresh shard is started, so the
+//   reference and the file stay small and the rate stays even.
 @testable import DaybookKafka // ConsumedMessage has no public initializer
 @testable import DaybookPipeline // PartitionWorker is internal
 import DaybookCore
@@ -33,6 +36,8 @@ final class Harness {
     /// Dead letters reported since the shard was created; checked against the shard's count
     /// when it is reopened (counting on every input would dominate the run time).
     var deadLetters = 0
+    /// Every event the worker applied since the shard was created, in memory.
+    var reference = Ledger(priority: priority)
 
     init() {
         var template = Array("\(getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp")/daybook-fuzz-projector-XXXXXX".utf8CString)
@@ -47,7 +52,7 @@ final class Harness {
         do {
             let shard = try Shard(directory: directory, topic: topic, partition: 0, fingerprint: priority.fingerprint,
                                   lockTimeout: .seconds(1))
-            return try PartitionWorker(shard: shard, priority: priority)
+            return PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: 0)
         } catch {
             fatalError("cannot open the shard: \(error)")
         }
@@ -55,7 +60,6 @@ final class Harness {
 
     /// Drops the worker (closing the shard and its lock) and opens it again from the file.
     func reopen(fresh: Bool) {
-        let before = worker!.ledger.allTotals()
         let offset = worker!.shard.nextOffset
         let stored = (try? worker!.shard.deadLetterCount()) ?? -1
         guard stored == deadLetters else { fatalError("\(deadLetters) dead letters reported, \(stored) stored") }
@@ -63,16 +67,33 @@ final class Harness {
         if fresh {
             for suffix in ["", "-wal", "-shm", ".lock"] { unlink(shardPath + suffix) }
             deadLetters = 0
+            reference = Ledger(priority: priority)
         }
         worker = open()
         if fresh { return }
         guard worker!.shard.nextOffset == offset else {
             fatalError("the shard reopened at offset \(worker!.shard.nextOffset), not \(offset)")
         }
-        let after = worker!.ledger.allTotals()
-        guard after == before else {
-            let differ = zip(before, after).first { $0 != $1 }
-            fatalError("the ledger restored from the shard differs: \(before.count) rows before, \(after.count) after; first difference \(String(describing: differ))")
+        let rows: [DayTotal]
+        do {
+            rows = try ShardReader(directory: directory).totals()
+        } catch {
+            fatalError("cannot read the shard's rows: \(error)")
+        }
+        let expected = reference.allTotals()
+        guard rows == expected else {
+            let differ = zip(expected, rows).first { $0 != $1 }
+            fatalError("the shard's rows differ from the in-memory ledger's: \(expected.count) expected, \(rows.count) stored; first difference \(String(describing: differ))")
+        }
+    }
+
+    /// What the worker must have applied: the messages that decode and are keyed by their user.
+    func applyToReference(_ messages: [ConsumedMessage]) {
+        let decoder = EventDecoder()
+        for message in messages where message.valueCount <= EventDecoder.maximumEventBytes {
+            guard let event = message.withValue({ try? decoder.decode($0) }) else { continue }
+            guard message.key.isEmpty || message.key.elementsEqual(event.user.utf8) else { continue }
+            reference.apply(event, at: message.offset)
         }
     }
 
@@ -111,6 +132,7 @@ final class Harness {
                 fatalError("the shard's next offset is \(worker.shard.nextOffset) after offsets \(first)..<\(first + Int64(messages.count))")
             }
             deadLetters += outcome.deadLetters
+            applyToReference(messages)
             let again = try worker.apply(messages[...])
             guard again.skipped == messages.count, again.applied == 0, again.deadLetters == 0 else {
                 fatalError("a redelivered batch was not skipped: \(again)")

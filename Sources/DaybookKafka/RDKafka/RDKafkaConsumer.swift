@@ -223,27 +223,49 @@ final class RDKafkaConsumer {
 }
 
 /// A librdkafka message kept alive for its key and payload, destroyed with the last copy
-/// of the `ConsumedMessage` that holds it (from whichever thread releases it).
+/// of the `ConsumedMessage` that holds it (from whichever thread releases it) — or, for
+/// messages made in process (tests, the fuzzer), bytes of its own.
 ///
 /// It holds its client: `rd_kafka_destroy` waits until every message of the handle is
 /// destroyed, so a message that outlived its client would hang the destroy forever.
 final class MessageStorage {
-    private let message: UnsafeMutablePointer<rd_kafka_message_t>
-    private let client: RDKafkaClient
+    private let message: UnsafeMutablePointer<rd_kafka_message_t>?
+    private let client: RDKafkaClient?
+    private let owned: UnsafeMutableRawBufferPointer?
+    private let ownedHeaders: [(String, [UInt8])]
     let key: UnsafeRawBufferPointer
     let value: UnsafeRawBufferPointer
 
     init(_ message: UnsafeMutablePointer<rd_kafka_message_t>, client: RDKafkaClient) {
         self.message = message
         self.client = client
+        owned = nil
+        ownedHeaders = []
         let m = message.pointee
         key = m.key.map { UnsafeRawBufferPointer(start: $0, count: m.key_len) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
         value = m.payload.map { UnsafeRawBufferPointer(start: $0, count: m.len) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
-    deinit { rd_kafka_message_destroy(message) }
+    /// A copy of `key` and `value` in one allocation.
+    init(key: [UInt8], value: [UInt8], headers: [(String, [UInt8])]) {
+        message = nil
+        client = nil
+        ownedHeaders = headers
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, key.count + value.count), alignment: 1)
+        bytes.copyBytes(from: key)
+        UnsafeMutableRawBufferPointer(rebasing: bytes[key.count...]).copyBytes(from: value)
+        owned = bytes
+        self.key = UnsafeRawBufferPointer(rebasing: bytes[..<key.count])
+        self.value = UnsafeRawBufferPointer(rebasing: bytes[key.count..<(key.count + value.count)])
+    }
+
+    deinit {
+        if let message { rd_kafka_message_destroy(message) }
+        owned?.deallocate()
+    }
 
     func headers() -> [(String, [UInt8])] {
+        guard let message else { return ownedHeaders }
         var list: OpaquePointer? = nil
         guard rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
         var out: [(String, [UInt8])] = []
