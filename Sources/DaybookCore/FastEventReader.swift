@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Reads the members of an event line in one pass, without building a JSON tree.
 ///
 /// It answers only for lines of the usual shape — an object whose known members have the
@@ -14,21 +20,20 @@ enum FastEventReader {
         var sawSample = false
         var seen = Members()
         let ok = object(&r) { key, r in
-            switch key {
-            case "type": guard seen.first(0) else { return false }; type = string(&r); return type != nil
-            case "user": guard seen.first(1) else { return false }; user = string(&r); return user != nil
-            case "uuid": guard seen.first(2) else { return false }; uuid = string(&r); return uuid != nil
-            case "schema":
+            if key.is("type") { guard seen.first(0) else { return false }; type = string(&r); return type != nil }
+            if key.is("user") { guard seen.first(1) else { return false }; user = string(&r); return user != nil }
+            if key.is("uuid") { guard seen.first(2) else { return false }; uuid = string(&r); return uuid != nil }
+            if key.is("schema") {
                 guard seen.first(3), case .number(1)? = try? r.number() else { return false }
                 return true
-            case "sample":
+            }
+            if key.is("sample") {
                 guard seen.first(4) else { return false }
                 sawSample = true
                 sample = readSample(&r)
                 return sample != nil
-            default:
-                return seen.firstUnknown(key) && skip(&r, depth: 1)
             }
+            return seen.firstUnknown(key.string) && skip(&r, depth: 1)
         }
         guard ok, let type, let user, !user.isEmpty else { return nil }
         r.skipSpace()
@@ -51,22 +56,20 @@ enum FastEventReader {
         var value: Double?
         var seen = Members()
         let ok = object(&r) { key, r in
-            switch key {
-            case "uuid": guard seen.first(0) else { return false }; uuid = string(&r); return uuid != nil
-            case "metric": guard seen.first(1) else { return false }; metric = string(&r); return metric != nil
-            case "source": guard seen.first(2) else { return false }; source = string(&r); return source != nil
-            case "start": guard seen.first(3) else { return false }; start = string(&r); return start != nil
-            case "end": guard seen.first(4) else { return false }; end = string(&r); return end != nil
-            case "unit": guard seen.first(5) else { return false }; unit = string(&r); return unit != nil
-            case "zone": guard seen.first(6) else { return false }; zone = string(&r); return zone != nil
-            case "value":
+            if key.is("uuid") { guard seen.first(0) else { return false }; uuid = string(&r); return uuid != nil }
+            if key.is("metric") { guard seen.first(1) else { return false }; metric = string(&r); return metric != nil }
+            if key.is("source") { guard seen.first(2) else { return false }; source = string(&r); return source != nil }
+            if key.is("start") { guard seen.first(3) else { return false }; start = string(&r); return start != nil }
+            if key.is("end") { guard seen.first(4) else { return false }; end = string(&r); return end != nil }
+            if key.is("unit") { guard seen.first(5) else { return false }; unit = string(&r); return unit != nil }
+            if key.is("zone") { guard seen.first(6) else { return false }; zone = string(&r); return zone != nil }
+            if key.is("value") {
                 guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
                       case .number(let d)? = try? r.number() else { return false }
                 value = d
                 return true
-            default:
-                return seen.firstUnknown(key) && skip(&r, depth: 2) // the sample's members are one level deeper
             }
+            return seen.firstUnknown(key.string) && skip(&r, depth: 2) // the sample's members are one level deeper
         }
         guard ok, let uuid, let metric, let source, let start, let end, let value, let unit, let zone else { return nil }
         return EventDecoder.SampleFields(user: "", uuid: uuid, metric: metric, source: source, start: start, end: end,
@@ -92,9 +95,40 @@ enum FastEventReader {
         }
     }
 
+    /// A member's name as it stands in the line: printable ASCII without escapes (anything
+    /// else goes to the general path), compared byte for byte, no String made.
+    private struct Key {
+        let bytes: UnsafeBufferPointer<UInt8>
+
+        func `is`(_ name: StaticString) -> Bool {
+            guard bytes.count == name.utf8CodeUnitCount, let base = bytes.baseAddress else { return false }
+            return memcmp(base, name.utf8Start, bytes.count) == 0
+        }
+
+        var string: String { String(decoding: bytes, as: UTF8.self) }
+    }
+
+    /// The raw name at a member's opening quote, or nil for an escape, a control character,
+    /// a byte ≥ 0x80 or no closing quote.
+    private static func key(_ r: inout JSONParser.Reader) -> Key? {
+        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
+        let start = r.i + 1
+        var i = start
+        while i < r.bytes.count {
+            let c = r.bytes[i]
+            if c == 34 {
+                r.i = i + 1
+                return Key(bytes: UnsafeBufferPointer(rebasing: r.bytes[start..<i]))
+            }
+            if c == 92 || c < 0x20 || c >= 0x80 { return nil }
+            i += 1
+        }
+        return nil
+    }
+
     /// Walks an object's members, calling `member(key, &reader)` positioned at each value;
     /// the callback consumes the value and returns false to give up.
-    private static func object(_ r: inout JSONParser.Reader, _ member: (String, inout JSONParser.Reader) -> Bool) -> Bool {
+    private static func object(_ r: inout JSONParser.Reader, _ member: (Key, inout JSONParser.Reader) -> Bool) -> Bool {
         r.skipSpace()
         guard r.i < r.bytes.count, r.bytes[r.i] == 123 else { return false }
         r.i += 1
@@ -102,7 +136,7 @@ enum FastEventReader {
         if r.i < r.bytes.count, r.bytes[r.i] == 125 { r.i += 1; return true }
         while true {
             r.skipSpace()
-            guard let key = string(&r) else { return false }
+            guard let key = key(&r) else { return false }
             r.skipSpace()
             guard r.i < r.bytes.count, r.bytes[r.i] == 58 else { return false }
             r.i += 1
