@@ -77,7 +77,7 @@ public final class Ledger {
         var seen: [String: Set<String>] = [:]
         for event in events {
             let (userID, uuid) = event.userAndUUID
-            let isNew = users[userID] == nil
+            let isNew = lastUser?.id != userID && users[userID] == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
@@ -170,6 +170,7 @@ public final class Ledger {
         touched.removeAll(keepingCapacity: true)
         guard store != nil, cachedBytes > cacheBudgetBytes else { return }
         let target = cacheBudgetBytes / 4 * 3
+        lastUser = nil
         for (id, state) in users.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
             guard cachedBytes > target else { break }
             cachedBytes -= state.accountedBytes
@@ -180,6 +181,7 @@ public final class Ledger {
     /// Forgets everything cached (after a failed write, the cache may be ahead of the store).
     public func dropCache() {
         guard store != nil else { return }
+        lastUser = nil
         users.removeAll()
         touched.removeAll()
         cachedBytes = 0
@@ -196,15 +198,24 @@ public final class Ledger {
     @discardableResult
     public func apply(_ event: Event, at position: Int64) -> Set<DayKey> {
         var dirty = Set<DayKey>()
+        apply(event, at: position, dirty: &dirty)
+        return dirty
+    }
+
+    /// Applies one event and adds the keys it may change to `dirty` (a batch collects them
+    /// in one set). Returns whether anything changed.
+    @discardableResult
+    public func apply(_ event: Event, at position: Int64, dirty: inout Set<DayKey>) -> Bool {
+        var changed = false
         switch event {
         case .sampleAdded(let sample):
             let state = user(sample.user)
-            if case .tombstoned? = state.uuids[sample.uuid] { return dirty }
+            if case .tombstoned? = state.uuids[sample.uuid] { return false }
             let record = makeRecord(sample, seq: position)
             if case .live(let metric, let seq)? = state.uuids[sample.uuid] {
                 if metric == sample.metric, let existing = state.metrics[metric]?.records[seq],
                    existing.sameContent(as: record) {
-                    return dirty // Redelivery of the version in force: nothing changes.
+                    return false // Redelivery of the version in force: nothing changes.
                 }
                 remove(uuid: sample.uuid, from: state, userID: sample.user, dirty: &dirty)
             }
@@ -212,12 +223,13 @@ public final class Ledger {
             state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
             liveSampleCount += 1
             collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
+            changed = true
         case .sampleDeleted(let userID, let uuid):
             let state = user(userID)
-            remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
+            changed = remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
             state.uuids[uuid] = .tombstoned
         }
-        return dirty
+        return changed
     }
 
     /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
@@ -229,7 +241,9 @@ public final class Ledger {
 
     private func user(_ id: String) -> UserState {
         let state: UserState
-        if let existing = users[id] {
+        if let last = lastUser, last.id == id {
+            state = last.state // a batch's events come user by user: skip hashing the id again
+        } else if let existing = users[id] {
             state = existing
         } else {
             state = UserState()
@@ -239,16 +253,22 @@ public final class Ledger {
             state.lastUse = clock
             touched.append(state)
         }
+        lastUser = (id, state)
         return state
     }
 
-    private func remove(uuid: String, from state: UserState, userID: String, dirty: inout Set<DayKey>) {
-        guard case .live(let metric, let seq)? = state.uuids[uuid] else { return }
+    /// The user `user(_:)` returned last (dropped with the cache).
+    private var lastUser: (id: String, state: UserState)?
+
+    @discardableResult
+    private func remove(uuid: String, from state: UserState, userID: String, dirty: inout Set<DayKey>) -> Bool {
+        guard case .live(let metric, let seq)? = state.uuids[uuid] else { return false }
         state.uuids[uuid] = .absent
-        guard let record = state.metrics[metric]?.records[seq] else { return }
+        guard let record = state.metrics[metric]?.records[seq] else { return false }
         collectDirty(record, metric: metric, state: state, user: userID, into: &dirty)
         state.metrics[metric]?.remove(record, cumulative: metric.isCumulative, zones: zones)
         liveSampleCount -= 1
+        return true
     }
     private func makeRecord(_ s: Sample, seq: Int64) -> Record {
         Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq,

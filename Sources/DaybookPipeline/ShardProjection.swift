@@ -43,14 +43,13 @@ public final class ShardProjection {
         var outcome = Outcome()
         var dirty = Set<DayKey>()
         for (event, position) in events {
-            let changed = ledger.apply(event, at: position)
+            let changed = ledger.apply(event, at: position, dirty: &dirty)
             switch event {
             case .sampleAdded(let sample):
-                if !changed.isEmpty { batch.upserts.append((sample, position)) }
+                if changed { batch.upserts.append((sample, position)) }
             case .sampleDeleted(let user, let uuid):
                 batch.deletes.append((user, uuid))
             }
-            dirty.formUnion(changed)
             outcome.applied += 1
         }
         batch.rows = ledger.recompute(dirty)
