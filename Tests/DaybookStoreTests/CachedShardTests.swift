@@ -144,9 +144,12 @@ import Testing
         var seq: Int64 = 0
         if reopened {
             // A shard that already has an offset (and so a progress row) when it is opened.
-            try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f").commit(Shard.Batch(nextOffset: 0))
+            let first = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
+            try first.commit(Shard.Batch(nextOffset: 0))
+            try first.recordClusterID("cluster")
         }
         let shard = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
+        _ = try shard.clusterID() // as the projector checks it on opening
         for b in 0..<300 {
             var batch = Shard.Batch(nextOffset: seq + 200)
             for _ in 0..<200 {
