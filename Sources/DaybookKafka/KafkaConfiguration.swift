@@ -150,7 +150,8 @@ public struct ConsumerConfiguration: Sendable {
         p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
         // The byte limit decides (it has priority over queued.min.messages). A fetch may
         // overshoot it by one response, so responses are capped by a quarter of it.
-        p["queued.max.messages.kbytes"] = String(max(1_024, prefetchBytes / 1_024))
+        // librdkafka accepts at most 2097151 KiB (just under 2 GiB).
+        p["queued.max.messages.kbytes"] = String(min(2_097_151, max(1_024, prefetchBytes / 1_024)))
         p["queued.min.messages"] = "1000000"
         p["fetch.max.bytes"] = String(max(1 << 20, min(52_428_800, prefetchBytes / 4)))
         // How long a broker may hold a fetch that has nothing (librdkafka: 500 ms). 100 ms

@@ -94,8 +94,13 @@ public final class Shard {
             try read.bind(1, topic)
             try read.bind(2, Int(partition))
             if try read.step() { nextOffset = read.int64(0) }
+            // Finish every read: a statement left on a row keeps a read transaction open for
+            // the connection's life, and SQLite can then never restart the WAL (it grows
+            // with every commit, without bound).
+            read.reset()
             let span = try database.statement("SELECT value FROM meta WHERE key = 'max_span_ns'")
             if try span.step() { maxSpan = Int64(span.text(0)) ?? EventDecoder.maximumDuration }
+            span.reset()
         } catch let error as DatabaseError where error.isCorrupt {
             close(lockDescriptor)
             throw ShardError(.notAShard, "\(path) is not a Daybook shard (\(error.message)). Move it away and restart: a missing shard is rebuilt from the log.")
@@ -150,6 +155,7 @@ public final class Shard {
 
     private func checkFingerprint(_ fingerprint: String) throws {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
+        defer { read.reset() }
         if try read.step() {
             let stored = read.text(0)
             guard stored == fingerprint else {
@@ -177,6 +183,7 @@ public final class Shard {
     /// The id of the Kafka cluster this shard's log is read from, once one was recorded.
     public func clusterID() throws -> String? {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'cluster_id'")
+        defer { read.reset() }
         return try read.step() ? read.text(0) : nil
     }
 

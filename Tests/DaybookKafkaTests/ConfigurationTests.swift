@@ -105,3 +105,15 @@ import Foundation
         #expect(producer.lastClientError?.isRetriable == true)
     }
 }
+
+@Suite struct PrefetchRangeReviewTests {
+    /// `kafka.consumer.prefetch_mb` accepts 1…65536 (review): every accepted value must make a
+    /// consumer (fails: librdkafka takes queued.max.messages.kbytes up to 2097151 only).
+    @Test(arguments: [1, 2_047, 2_048, 65_536])
+    func everyAcceptedPrefetchMakesAConsumer(megabytes: Int) throws {
+        var c = ConsumerConfiguration()
+        c.groupID = "g"
+        c.prefetchBytes = megabytes << 20
+        _ = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: "127.0.0.1:1"), configuration: c, logger: .silent)
+    }
+}
