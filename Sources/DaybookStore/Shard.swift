@@ -428,6 +428,7 @@ public final class Shard {
 
     public func deadLetterCount() throws -> Int {
         let read = try database.statement("SELECT count(*) FROM dead_letters")
+        defer { read.reset() }
         return try read.step() ? Int(read.int64(0)) : 0
     }
 }
