@@ -63,32 +63,45 @@ public struct ShardReader {
         var out: [DayTotal] = []
         for path in try shardPaths() {
             guard let db = try open(path) else { continue }
-            var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
-            var binds: [String] = []
-            if let u = query.user { sql += " AND user = ?"; binds.append(u) }
-            if let m = query.metric { sql += " AND metric = ?"; binds.append(m.rawValue) }
-            if let f = query.from { sql += " AND day >= ?"; binds.append(f.description) }
-            if let t = query.to { sql += " AND day <= ?"; binds.append(t.description) }
-            let rows = try db.statement(sql)
-            for (i, b) in binds.enumerated() { try rows.bind(Int32(i + 1), b) }
-            let sources = try db.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
-            while try rows.step() {
-                guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else { continue }
-                let key = DayKey(user: rows.text(0), metric: metric, day: day)
-                if metric.isCumulative {
-                    var shares: [SourceShare] = []
-                    sources.reset()
-                    try sources.bind(1, key.user)
-                    try sources.bind(2, metric.rawValue)
-                    try sources.bind(3, rows.text(2))
-                    while try sources.step() { shares.append(SourceShare(source: sources.text(0), value: sources.double(1))) }
-                    out.append(DayTotal(key: key, summary: .cumulative(value: rows.double(3), sources: shares)))
-                } else {
-                    out.append(DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7)))))
-                }
-            }
+            try forEachRow(of: db, query, ordered: false) { out.append($0) }
         }
         return out.sorted { $0.key < $1.key }
+    }
+
+    /// Every matching row of the one shard at `path`, in (user, metric, day) order, one at a
+    /// time: memory does not grow with the number of rows. (Text sorts by its UTF-8 bytes,
+    /// which for the NFC ids Daybook accepts is the order of `DayKey`.)
+    public func forEachTotal(inShardAt path: String, _ query: Query = Query(), _ body: (DayTotal) throws -> Void) throws {
+        guard let db = try open(path) else { return }
+        try forEachRow(of: db, query, ordered: true, body)
+    }
+
+    private func forEachRow(of db: Database, _ query: Query, ordered: Bool, _ body: (DayTotal) throws -> Void) throws {
+        var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
+        var binds: [String] = []
+        if let u = query.user { sql += " AND user = ?"; binds.append(u) }
+        if let m = query.metric { sql += " AND metric = ?"; binds.append(m.rawValue) }
+        if let f = query.from { sql += " AND day >= ?"; binds.append(f.description) }
+        if let t = query.to { sql += " AND day <= ?"; binds.append(t.description) }
+        if ordered { sql += " ORDER BY user, metric, day" }
+        let rows = try db.statement(sql)
+        for (i, b) in binds.enumerated() { try rows.bind(Int32(i + 1), b) }
+        let sources = try db.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
+        while try rows.step() {
+            guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else { continue }
+            let key = DayKey(user: rows.text(0), metric: metric, day: day)
+            if metric.isCumulative {
+                var shares: [SourceShare] = []
+                sources.reset()
+                try sources.bind(1, key.user)
+                try sources.bind(2, metric.rawValue)
+                try sources.bind(3, rows.text(2))
+                while try sources.step() { shares.append(SourceShare(source: sources.text(0), value: sources.double(1))) }
+                try body(DayTotal(key: key, summary: .cumulative(value: rows.double(3), sources: shares)))
+            } else {
+                try body(DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7)))))
+            }
+        }
     }
 
     /// Per shard: topic, partition, next offset and dead-letter count.

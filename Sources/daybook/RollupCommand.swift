@@ -44,18 +44,17 @@ enum RollupCommand: Subcommand {
         let input = try Files.input(path, mapping: false)
         let scratch = try ScratchDirectory(prefix: "daybook-rollup")
         defer { scratch.remove() }
-        let rows: [DayTotal]
         let rejected: Int
+        var out = OutputBuffer()
         do {
             let shard = try Shard(directory: scratch.path, topic: "rollup", partition: 0, fingerprint: config.priority.fingerprint)
             let projection = ShardProjection(shard: shard, priority: config.priority, cacheBudgetBytes: config.cacheMegabytes << 20)
             rejected = try load(input, into: projection)
-            rows = try ShardReader(directory: scratch.path).totals()
+            // Rows are streamed out of the shard in order: memory does not grow with them either.
+            try ShardReader(directory: scratch.path).forEachTotal(inShardAt: shard.path) { out.line($0.jsonLine) }
         } catch let error as DatabaseError {
             throw CLIError(code: ExitCode.ioError, message: "the temporary state store in \(scratch.path): \(error) (set TMPDIR to a directory with space)")
         }
-        var out = OutputBuffer()
-        for total in rows { out.line(total.jsonLine) }
         out.flush()
         return rejected == 0 ? ExitCode.ok : ExitCode.dataError
     }
