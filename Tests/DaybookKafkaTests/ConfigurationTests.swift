@@ -34,12 +34,12 @@ import Testing
 
     @Test func prefetchIsOneBudgetForAllPartitions() throws {
         // One queue for every partition: librdkafka's kbytes limit is the total, and one
-        // fetch response may add at most a quarter of it.
+        // fetch response may add at most a 16th of it.
         var c = ConsumerConfiguration()
         c.prefetchBytes = 100 << 20
         let p = try c.properties(for: connection)
         #expect(p["queued.max.messages.kbytes"] == "102400")
-        #expect(p["fetch.max.bytes"] == String(25 << 20))
+        #expect(p["fetch.max.bytes"] == String(100 << 16))
     }
 
     @Test func passthroughAddsPropertiesButCannotUnlockSafety() throws {
