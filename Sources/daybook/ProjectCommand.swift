@@ -34,9 +34,8 @@ enum ProjectCommand: Subcommand {
     batches need it and evicted least-recently-used. Prefetched messages are bounded in
     total by kafka.consumer.prefetch_mb (default 32 MB of payloads, all partitions
     together; librdkafka's per-message overhead makes that ~150 MB at the peak). Measured
-    peak RSS: ~185-215 MiB at 250k and 1M events over 64 partitions, ~340 MiB at 4M
-    over 128 (it follows the number of shards, not the history); BENCHMARKS.md and
-    'daybook bench'.
+    peak RSS: ~185-215 MiB at 250k and 1M events over 64 partitions, ~235-245 MiB at
+    4M over 128; BENCHMARKS.md and 'daybook bench'.
 
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
