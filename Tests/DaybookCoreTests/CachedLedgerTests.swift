@@ -1,4 +1,5 @@
 @testable import DaybookCore
+import DaybookTestSupport
 import Testing
 
 /// The ledger as a cache over a store: with a budget so small that every batch evicts

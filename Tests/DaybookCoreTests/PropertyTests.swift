@@ -1,5 +1,6 @@
 @testable import DaybookCore
 import Foundation
+import DaybookTestSupport
 import Testing
 
 /// Seeded random logs checked against a slow reference, and the ledger against itself.
@@ -100,20 +101,6 @@ extension DayTotal {
         default: return false
         }
     }
-}
-
-/// SplitMix64, so that every seed gives the same log on every machine.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 
 /// Random logs around DST transitions: several sources and zones, edits, deletions,
@@ -229,7 +216,6 @@ struct LogGenerator {
     }
 }
 
-extension SplitMix64: RandomNumberGenerator {}
 
 /// The rules of the README written the slow, obvious way: replay the log into a map,
 /// then walk every minute and every instant. Civil days come from Foundation's Calendar,

@@ -11,25 +11,13 @@ import Testing
 @Suite struct CachedShardTests {
     let scratch = TemporaryDirectory()
 
-    struct RNG {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     static let zones = ["Pacific/Kiritimati", "Pacific/Pago_Pago", "UTC", "Europe/Berlin", "America/New_York"]
     static let sources = ["watch", "phone", "manual"]
     static let day = Instant.nanosPerDay
     static let base = Int64(CivilDay(year: 2024, month: 3, day: 1).number) * Instant.nanosPerDay
 
     static func log(seed: UInt64, count: Int) -> [Event] {
-        var rng = RNG(state: seed)
+        var rng = SplitMix64(seed: seed)
         var samples: [Sample] = []
         var events: [Event] = []
         var counter = 0
@@ -81,7 +69,7 @@ import Testing
     /// Runs `events` through a ledger cached over a shard, in random batches with random
     /// budgets, reopening the shard now and then; returns the rows in the shard.
     func projected(_ events: [Event], seed: UInt64, dir: String) throws -> [DayTotal] {
-        var rng = RNG(state: seed ^ 0x5EED)
+        var rng = SplitMix64(seed: seed ^ 0x5EED)
         var shard: Shard? = try Shard(directory: dir, topic: "t", partition: 0, fingerprint: "f")
         var ledger: Ledger! = Ledger(priority: .builtIn, store: shard!, cacheBudgetBytes: 0)
         var i = 0
