@@ -39,8 +39,6 @@ public final class Ledger {
     private var touched: [UserState] = []
     /// Estimated bytes of the cached users (see `UserState.estimatedBytes`).
     public private(set) var cachedBytes = 0
-    /// Rows the store returned since the ledger was made (how much the cache missed).
-    public private(set) var loadedFromStore = 0
 
     /// An in-memory ledger (rollups of a file, tests, benchmarks).
     public init(priority: SourcePriority = .builtIn) {
@@ -69,37 +67,35 @@ public final class Ledger {
     /// Fetches from the store what applying `events` and then recomputing the days they
     /// make dirty will read. Call it before applying a batch; between it and the end of the
     /// batch nothing is evicted. Does nothing for an in-memory ledger.
-    public func load(for events: [Event]) throws {
+    public func load(for events: some Collection<Event>) throws {
         guard let store else { return }
         clock += 1
         // 1. Each uuid's stored state, for the uuids the cache does not know.
-        var unknown: [String: [String]] = [:]
-        var seen: [String: Set<String>] = [:]
+        var unknown: [String: Set<String>] = [:]
         for event in events {
-            let (userID, uuid) = event.userAndUUID
+            let userID = event.user
             let isNew = lastUser?.id != userID && users[userID] == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
             if isNew { state.complete = try !store.hasEntries(user: userID) }
-            if state.complete { continue }
-            if state.uuids[uuid] == nil, seen[userID, default: []].insert(uuid).inserted {
-                unknown[userID, default: []].append(uuid)
-            }
+            if !state.complete, state.uuids[event.uuid] == nil { unknown[userID, default: []].insert(event.uuid) }
         }
         for (userID, uuids) in unknown {
             guard let state = users[userID] else { continue }
-            for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
+            for (uuid, entry) in try store.entries(user: userID, uuids: Array(uuids)) {
                 switch entry {
                 case .absent: state.uuids[uuid] = .absent
                 case .tombstoned: state.uuids[uuid] = .tombstoned
                 case .live(let sample, let seq):
                     // Its record comes with its days; a store that did not return it there
                     // still gets it in (the ledger must know every version in force it replaces).
-                    try ensureLoaded(Ledger.loadRange(sample), metric: sample.metric, state: state, user: userID, store: store)
+                    try ensureLoaded(Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric),
+                                     metric: sample.metric, state: state, user: userID, store: store)
                     if state.uuids[uuid] == nil {
-                        state.uuids[uuid] = .live(metric: sample.metric, seq: seq)
-                        state.metrics[sample.metric, default: MetricState()].insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
+                        var metricState = state.metrics[sample.metric] ?? MetricState()
+                        cache(sample, seq: seq, in: &metricState, of: state)
+                        state.metrics[sample.metric] = metricState
                     }
                 }
             }
@@ -107,13 +103,13 @@ public final class Ledger {
         var ranges: [(UserState, String, Metric, ClosedRange<Int32>)] = []
         // 2. The samples near every version an event adds or replaces.
         for event in events {
-            let (userID, uuid) = event.userAndUUID
-            guard let state = users[userID], !state.complete else { continue }
+            guard let state = users[event.user], !state.complete else { continue }
             if case .sampleAdded(let sample) = event {
-                ranges.append((state, userID, sample.metric, Ledger.loadRange(sample)))
+                ranges.append((state, event.user, sample.metric,
+                               Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric)))
             }
-            if case .live(let metric, let seq)? = state.uuids[uuid], let r = state.metrics[metric]?.records[seq] {
-                ranges.append((state, userID, metric, Ledger.widen(MetricState.loadDays(of: r, cumulative: metric.isCumulative))))
+            if case .live(let metric, let seq)? = state.uuids[event.uuid], let r = state.metrics[metric]?.records[seq] {
+                ranges.append((state, event.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric)))
             }
         }
         for (state, userID, metric, days) in ranges {
@@ -121,14 +117,11 @@ public final class Ledger {
         }
     }
 
-    /// UTC days whose samples a version of `sample` can touch, as a change or a recompute:
+    /// UTC days whose samples a version of a sample can touch, as a change or a recompute:
     /// its own days (for heart rate: its start's) ± 2 (civil days lie within their UTC day
     /// ± 1, and a recompute reads the days around them ± 1).
-    private static func loadRange(_ sample: Sample) -> ClosedRange<Int32> {
-        let first = Int32(floorDiv(sample.start.nanoseconds, Instant.nanosPerDay))
-        let last = (!sample.metric.isCumulative || sample.start == sample.end) ? first
-            : Int32(floorDiv(sample.end.nanoseconds - 1, Instant.nanosPerDay))
-        return widen(first...max(first, last))
+    private static func loadRange(start: Int64, end: Int64, metric: Metric) -> ClosedRange<Int32> {
+        widen(MetricState.loadDays(start: start, end: end, cumulative: metric.isCumulative))
     }
 
     private static func widen(_ days: ClosedRange<Int32>) -> ClosedRange<Int32> {
@@ -144,18 +137,21 @@ public final class Ledger {
             var last = day
             while last < days.upperBound, !(state.metrics[metric]?.loaded.contains(last + 1) ?? false) { last += 1 }
             let stored = try store.samples(user: userID, metric: metric, days: day...last)
-            loadedFromStore += stored.count
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
             for d in day...last { metricState.loaded.insert(d) }
             for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[sample.uuid] == nil {
-                let record = makeRecord(sample, seq: seq)
-                state.uuids[sample.uuid] = .live(metric: metric, seq: seq)
-                metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
+                cache(sample, seq: seq, in: &metricState, of: state)
             }
             state.metrics[metric] = metricState
             day = last + 1
         }
+    }
+
+    /// Puts a stored sample into the cache as the version in force of its uuid.
+    private func cache(_ sample: Sample, seq: Int64, in metricState: inout MetricState, of state: UserState) {
+        state.uuids[sample.uuid] = .live(metric: sample.metric, seq: seq)
+        metricState.insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
     }
 
     /// Drops the least recently used users until the cache fits its budget (down to 3/4
@@ -493,7 +489,8 @@ private final class UserState {
     var accountedBytes = 0
 
     /// A deliberately rough size: per record its table entry, bucket entries and uuid; per
-    /// bucket its arrays; per uuid its map entry. Calibrated against peak RSS (BENCHMARKS.md).
+    /// bucket its arrays; per uuid its map entry (not calibrated; BENCHMARKS.md measures the
+    /// peak RSS with the default budget and with 1 MiB).
     var estimatedBytes: Int {
         var bytes = 256 + uuids.count * 96
         for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 16 }
@@ -542,11 +539,12 @@ private struct MetricState {
     /// heart rate: starting in it). Used only by a ledger with a store.
     var loaded: Set<Int32> = []
 
-    /// The UTC days a record is found under when loading from a store.
-    static func loadDays(of r: Record, cumulative: Bool) -> ClosedRange<Int32> {
-        if cumulative { return utcDays(of: r) }
-        let day = Int32(floorDiv(r.start, Instant.nanosPerDay))
-        return day...day
+    /// The UTC days a sample from `start` to `end` is found under when loading from a
+    /// store: the days it overlaps (cumulative), or its start's (heart rate).
+    static func loadDays(start: Int64, end: Int64, cumulative: Bool) -> ClosedRange<Int32> {
+        let first = Int32(floorDiv(start, Instant.nanosPerDay))
+        guard cumulative, end != start else { return first...first }
+        return first...Int32(floorDiv(end - 1, Instant.nanosPerDay))
     }
 
     struct Bucket {
@@ -629,16 +627,6 @@ public enum StoredEntry: Sendable, Equatable {
     case absent
     case tombstoned
     case live(Sample, seq: Int64)
-}
-
-extension Event {
-    /// The user and the uuid the event is about.
-    public var userAndUUID: (user: String, uuid: String) {
-        switch self {
-        case .sampleAdded(let s): return (s.user, s.uuid)
-        case .sampleDeleted(let user, let uuid): return (user, uuid)
-        }
-    }
 }
 
 extension Record {

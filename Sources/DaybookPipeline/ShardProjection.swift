@@ -35,7 +35,7 @@ public final class ShardProjection {
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
         do {
-            try ledger.load(for: events.map(\.event))
+            try ledger.load(for: events.lazy.map(\.event))
         } catch {
             fail()
             throw error
