@@ -205,6 +205,15 @@ public final class Statement {
     }
 
     /// Runs a statement that returns no rows.
+    /// Reads the first row with `read` (nil when there is none) and resets the statement
+    /// either way. Every single-row read goes through here: a statement left on a row keeps
+    /// a read transaction open for the connection's life, and SQLite can then never restart
+    /// the write-ahead log, which grows with every commit, without bound.
+    public func firstRow<T>(_ read: (Statement) throws -> T) throws -> T? {
+        defer { reset() }
+        return try step() ? try read(self) : nil
+    }
+
     public func run() throws(DatabaseError) {
         while try step() {}
         sqlite3_reset(raw)

@@ -83,9 +83,8 @@ public final class Shard {
             database = try Database(path: path)
             // A database with tables but none of ours is someone else's file: never write into it.
             let tables = try database.statement("SELECT count(*), count(CASE WHEN name = 'schema_migrations' THEN 1 END) FROM sqlite_master WHERE type = 'table'")
-            let foreign = try tables.step() && tables.int64(0) > 0 && tables.int64(1) == 0
-            tables.reset() // an unfinished read would keep the migrations from dropping tables
-            if foreign {
+            // (firstRow finishes the read: an unfinished one would keep the migrations from dropping tables.)
+            if try tables.firstRow({ $0.int64(0) > 0 && $0.int64(1) == 0 }) ?? false {
                 throw ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite database with other tables). Move it out of \(directory) and restart: a missing shard is rebuilt from the log.")
             }
             try database.migrate(Shard.migrations)
@@ -93,14 +92,9 @@ public final class Shard {
             let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
             try read.bind(1, topic)
             try read.bind(2, Int(partition))
-            if try read.step() { nextOffset = read.int64(0) }
-            // Finish every read: a statement left on a row keeps a read transaction open for
-            // the connection's life, and SQLite can then never restart the WAL (it grows
-            // with every commit, without bound).
-            read.reset()
+            if let next = try read.firstRow({ $0.int64(0) }) { nextOffset = next }
             let span = try database.statement("SELECT value FROM meta WHERE key = 'max_span_ns'")
-            if try span.step() { maxSpan = Int64(span.text(0)) ?? EventDecoder.maximumDuration }
-            span.reset()
+            if let text = try span.firstRow({ $0.text(0) }) { maxSpan = Int64(text) ?? EventDecoder.maximumDuration }
         } catch let error as DatabaseError where error.isCorrupt {
             close(lockDescriptor)
             throw ShardError(.notAShard, "\(path) is not a Daybook shard (\(error.message)). Move it away and restart: a missing shard is rebuilt from the log.")
@@ -155,9 +149,7 @@ public final class Shard {
 
     private func checkFingerprint(_ fingerprint: String) throws {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
-        defer { read.reset() }
-        if try read.step() {
-            let stored = read.text(0)
+        if let stored = try read.firstRow({ $0.text(0) }) {
             guard stored == fingerprint else {
                 throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild it: project into a new --data directory (or delete this one).")
             }
@@ -182,9 +174,7 @@ public final class Shard {
 
     /// The id of the Kafka cluster this shard's log is read from, once one was recorded.
     public func clusterID() throws -> String? {
-        let read = try database.statement("SELECT value FROM meta WHERE key = 'cluster_id'")
-        defer { read.reset() }
-        return try read.step() ? read.text(0) : nil
+        try database.statement("SELECT value FROM meta WHERE key = 'cluster_id'").firstRow { $0.text(0) }
     }
 
     /// Records the cluster the shard's offsets refer to; offsets of another cluster's log
@@ -230,7 +220,7 @@ public final class Shard {
     }
 
     private func name(_ id: Int64) throws -> String {
-        if namesByID.isEmpty { _ = try loadNames() }
+        _ = try loadNames()
         guard let name = namesByID[id] else {
             throw ShardError(.notAShard, "\(path): a stored sample refers to name \(id), which the shard does not have")
         }
@@ -427,9 +417,7 @@ public final class Shard {
     }
 
     public func deadLetterCount() throws -> Int {
-        let read = try database.statement("SELECT count(*) FROM dead_letters")
-        defer { read.reset() }
-        return try read.step() ? Int(read.int64(0)) : 0
+        try database.statement("SELECT count(*) FROM dead_letters").firstRow { Int($0.int64(0)) } ?? 0
     }
 }
 
@@ -437,9 +425,7 @@ extension Shard: LedgerStore {
     public func hasEntries(user: String) throws -> Bool {
         let read = try database.statement("SELECT 1 FROM entries WHERE user = ? LIMIT 1")
         try read.bind(1, user)
-        let found = try read.step()
-        read.reset()
-        return found
+        return try read.firstRow { _ in true } ?? false
     }
 
     public func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
@@ -447,14 +433,12 @@ extension Shard: LedgerStore {
         var out: [String: StoredEntry] = [:]
         out.reserveCapacity(uuids.count)
         for uuid in uuids {
-            read.reset()
             try read.bind(1, user)
             try read.bind(2, uuid)
-            out[uuid] = try read.step()
-                ? (read.isNull(0) ? .tombstoned : .live(try sample(read, user: user, uuid: uuid, from: 0), seq: read.int64(6)))
-                : .absent
+            out[uuid] = try read.firstRow { row in
+                row.isNull(0) ? .tombstoned : .live(try sample(row, user: user, uuid: uuid, from: 0), seq: row.int64(6))
+            } ?? .absent
         }
-        read.reset()
         return out
     }
 

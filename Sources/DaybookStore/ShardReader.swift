@@ -34,8 +34,8 @@ public struct ShardReader {
         do {
             let db = try Database(path: path, readOnly: true)
             let tables = try db.statement("SELECT count(*), count(CASE WHEN name IN ('totals', 'total_sources', 'progress', 'dead_letters') THEN 1 END) FROM sqlite_master WHERE type = 'table'")
-            guard try tables.step(), tables.int64(0) > 0 else { return nil }
-            guard tables.int64(1) == 4 else {
+            guard let (all, ours) = try tables.firstRow({ ($0.int64(0), $0.int64(1)) }), all > 0 else { return nil }
+            guard ours == 4 else {
                 throw Shard.ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite file without the shard's tables). \(advice)")
             }
             return db
@@ -111,8 +111,8 @@ public struct ShardReader {
             guard let db = try open(path) else { continue }
             let p = try db.statement("SELECT topic, partition, next_offset FROM progress")
             let d = try db.statement("SELECT count(*) FROM dead_letters")
-            let letters = try d.step() ? Int(d.int64(0)) : 0
-            if try p.step() { out.append((path, p.text(0), Int32(p.int64(1)), p.int64(2), letters)) }
+            let letters = try d.firstRow { Int($0.int64(0)) } ?? 0
+            if let row = try p.firstRow({ ($0.text(0), Int32($0.int64(1)), $0.int64(2)) }) { out.append((path, row.0, row.1, row.2, letters)) }
         }
         return out
     }
