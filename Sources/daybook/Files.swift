@@ -310,3 +310,19 @@ struct OutputBuffer {
 func printError(_ s: String, newline: Bool = true) {
     FileHandle.standardError.write(Data((newline ? s + "\n" : s).utf8))
 }
+
+/// A private directory under $TMPDIR (mkdtemp), removed by `remove()`; rollup's temporary
+/// store and the bench's work directory.
+struct ScratchDirectory {
+    let path: String
+
+    init(prefix: String) throws {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/\(prefix).XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap(mkdtemp) }) else {
+            throw CLIError(code: ExitCode.ioError, message: "cannot create a temporary directory under \(FileManager.default.temporaryDirectory.path): \(String(cString: strerror(errno))) (set TMPDIR)")
+        }
+        path = String(cString: made)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}

@@ -88,8 +88,9 @@ enum PipelineBench {
         }
         let daybook = try selfExecutable()
         BenchInterrupts.install()
-        let work = try makeWorkDirectory()
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let scratch = try ScratchDirectory(prefix: "daybook-bench")
+        defer { scratch.remove() }
+        let work = scratch.path
         let timeout = 120 + Double(settings.events) / 1_000
         var f = Figures()
         f.loadAverage = loadAverage()
@@ -522,16 +523,6 @@ enum PipelineBench {
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { throw CLIError(code: ExitCode.software, message: "cannot find the daybook binary (/proc/self/exe): \(SystemError.strerror(errno))") }
         return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// A new private directory under TMPDIR for the log, the brokers' files and the shards.
-    static func makeWorkDirectory() throws -> String {
-        let base = FileManager.default.temporaryDirectory.path
-        var template = Array((base + "/daybook-bench.XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw CLIError(code: ExitCode.ioError, message: "\(base): cannot make a temporary directory: \(SystemError.strerror(errno))")
-        }
-        return String(cString: made)
     }
 
     /// Bytes on disk (allocated blocks, as du counts them) of everything under `path`.

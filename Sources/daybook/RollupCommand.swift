@@ -63,41 +63,37 @@ enum RollupCommand: Subcommand {
     static let batchSize = 20_000
 
     /// Applies every valid line of `input` (position = line number) through `projection`,
-    /// reports rejected lines on stderr, and returns how many were rejected.
+    /// in batches, and returns how many lines were rejected.
     static func load(_ input: Files.Input, into projection: ShardProjection) throws -> Int {
-        var accepted = 0
-        var rejected = 0
         var batch: [(event: Event, position: Int64)] = []
         var lastLine = 0
-        try Files.forEachEvent(input) { number, _, decoded in
+        let rejected = try forEachAccepted(input) { event, number in
             lastLine = number
-            switch decoded {
-            case .success(let event):
-                batch.append((event, Int64(number)))
-                accepted += 1
-                if batch.count == batchSize {
-                    _ = try projection.apply(batch, nextPosition: Int64(number) + 1)
-                    batch.removeAll(keepingCapacity: true)
-                }
-            case .failure(let error):
-                rejected += 1
-                printError("line \(number): \(error)")
+            batch.append((event, Int64(number)))
+            if batch.count == batchSize {
+                _ = try projection.apply(batch, nextPosition: Int64(number) + 1)
+                batch.removeAll(keepingCapacity: true)
             }
         }
         _ = try projection.apply(batch, nextPosition: Int64(lastLine) + 1)
-        if rejected > 0 { printError("\(accepted) lines accepted, \(rejected) rejected") }
         return rejected
     }
 
     /// Applies every valid line of `path` to an in-memory `ledger` (for `explain`, which
     /// reads one day and needs no store).
     static func load(_ path: String, into ledger: Ledger) throws -> Int {
+        try forEachAccepted(try Files.input(path)) { event, number in ledger.apply(event, at: Int64(number)) }
+    }
+
+    /// Calls `body` with each accepted event and its line number, reports rejected lines
+    /// on stderr as they come and a count at the end, and returns how many were rejected.
+    private static func forEachAccepted(_ input: Files.Input, _ body: (Event, Int) throws -> Void) throws -> Int {
         var accepted = 0
         var rejected = 0
-        try Files.forEachEvent(try Files.input(path)) { number, _, decoded in
+        try Files.forEachEvent(input) { number, _, decoded in
             switch decoded {
             case .success(let event):
-                ledger.apply(event, at: Int64(number))
+                try body(event, number)
                 accepted += 1
             case .failure(let error):
                 rejected += 1
@@ -107,19 +103,4 @@ enum RollupCommand: Subcommand {
         if rejected > 0 { printError("\(accepted) lines accepted, \(rejected) rejected") }
         return rejected
     }
-}
-
-/// A private directory under $TMPDIR, removed by `remove()`.
-struct ScratchDirectory {
-    let path: String
-
-    init(prefix: String) throws {
-        var template = Array((FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap(mkdtemp) }) else {
-            throw CLIError(code: ExitCode.ioError, message: "cannot create a temporary directory under \(FileManager.default.temporaryDirectory.path): \(String(cString: strerror(errno))) (set TMPDIR)")
-        }
-        path = String(cString: made)
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
