@@ -228,6 +228,28 @@ public final class Ledger {
         return changed
     }
 
+    /// Applies an event again that the ledger has already seen (a replay below a shard's
+    /// offset), without ever stepping back: an add older than the version of its sample in
+    /// force changes nothing (the later version stays, as the log says), a deleted sample
+    /// stays deleted, and an add that *is* the version in force but differs from the stored
+    /// copy, or whose sample is missing, is applied (the log wins over a hand edit). The days
+    /// the event covers are dirty in every case, so their rows are recomputed from the
+    /// samples: a row edited by hand comes back. Returns whether a sample changed.
+    @discardableResult
+    public func reapply(_ event: Event, at position: Int64, dirty: inout Set<DayKey>) -> Bool {
+        guard case .sampleAdded(let sample) = event else { return apply(event, at: position, dirty: &dirty) }
+        let state = user(sample.user)
+        collectDirty(makeRecord(sample, seq: position), metric: sample.metric, state: state, user: sample.user, into: &dirty)
+        switch state.uuids[sample.uuid] {
+        case .tombstoned?:
+            return false
+        case .live(_, let seq)? where seq > position:
+            return false
+        default:
+            return apply(event, at: position, dirty: &dirty)
+        }
+    }
+
     /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
     /// as the cache knows.
     public func isTombstoned(user: String, uuid: String) -> Bool {

@@ -18,6 +18,10 @@ final class PartitionWorker {
     /// Dead letters recorded and not yet handed to the DLQ producer (true on opening: a
     /// previous run may have left some unforwarded).
     var deadLettersPending = true
+    /// Messages from here on are applied only below this offset (see `ProjectorOptions.stopOffsets`).
+    var stopOffset: Int64?
+    /// Messages from this offset up to the shard's are re-read, not skipped (`daybook replay`).
+    var rereadFrom: Int64?
 
     /// Opening reads nothing from the shard: the cache fills as batches need it.
     init(shard: Shard, priority: SourcePriority, cacheBudgetBytes: Int) {
@@ -25,11 +29,15 @@ final class PartitionWorker {
         partition = TopicPartition(shard.topic, shard.partition)
     }
 
-    var isCaughtUp: Bool { endOffset.map { shard.nextOffset >= $0 } ?? false }
+    var isCaughtUp: Bool {
+        if let stopOffset, shard.nextOffset >= stopOffset { return true }
+        return endOffset.map { shard.nextOffset >= $0 } ?? false
+    }
 
     struct Outcome {
         var applied = 0
         var skipped = 0
+        var reread = 0
         var deadLetters = 0
         var rowsChanged = 0
         /// The (user, metric, day) rows this batch recomputed.
@@ -39,7 +47,10 @@ final class PartitionWorker {
     /// Applies `messages` (in offset order) and commits them as one batch.
     func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> Outcome {
         var outcome = Outcome()
-        guard let last = messages.last, last.offset >= shard.nextOffset else {
+        let next = shard.nextOffset
+        let from = min(rereadFrom ?? next, next)
+        let messages = stopOffset.map { stop in messages.prefix { $0.offset < stop } } ?? messages
+        guard let last = messages.last, last.offset >= from else {
             outcome.skipped = messages.count
             return outcome
         }
@@ -48,10 +59,11 @@ final class PartitionWorker {
         var events: [(event: Event, position: Int64)] = []
         events.reserveCapacity(messages.count)
         for message in messages {
-            guard message.offset >= shard.nextOffset else {
+            guard message.offset >= from else {
                 outcome.skipped += 1 // already in the shard (redelivered after a seek or rebalance)
                 continue
             }
+            if message.offset < next { outcome.reread += 1 }
             // Decoded where librdkafka holds it: no copy of the payload.
             let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
@@ -73,7 +85,7 @@ final class PartitionWorker {
                 events.append((event, message.offset))
             }
         }
-        let result = try projection.apply(events, deadLetters: deadLetters, nextPosition: last.offset + 1)
+        let result = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, last.offset + 1))
         outcome.applied = result.applied
         outcome.deadLetters = deadLetters.count
         outcome.rowsChanged = result.rows.count

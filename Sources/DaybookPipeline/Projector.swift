@@ -25,6 +25,22 @@ public struct ProjectorOptions: Sendable {
     /// Memory for cached samples and SQLite pages, in bytes, shared by all partitions
     /// (config `state.cache_mb`). Default: 32 MiB.
     public var cacheBytes = 32 << 20
+    /// With `solo`: only these partitions (default: all of the topic's).
+    public var partitions: [Int32]?
+    /// Apply each listed partition only below this offset, and count it caught up there
+    /// (`verify` and `diff` rebuild up to the live shards' offsets). Default: none.
+    public var stopOffsets: [Int32: Int64] = [:]
+    /// With `untilCaughtUp`: offsets each partition must also have reached before the run
+    /// ends, asked again while the run is at the end of the log (`rebuild` catches up with a
+    /// live projector that keeps moving). Default: none.
+    public var catchUpTargets: (@Sendable () throws -> [Int32: Int64])?
+    /// With `solo`: start these partitions here instead of at their shard's offset. Offsets
+    /// below the shard's are re-read (`Ledger.reapply`): nothing steps back, and every day
+    /// a re-read event covers is recomputed (`daybook replay`). Default: none.
+    public var startOffsets: [Int32: Int64] = [:]
+    /// Forward dead letters to the DLQ topic. A rebuild meets the dead letters the live
+    /// projector already forwarded, so it does not. Default: true.
+    public var forwardDeadLetters = true
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -56,6 +72,8 @@ public struct ProjectorProgress: Sendable {
 public struct ProjectorSummary: Sendable {
     public var applied: Int
     public var skipped: Int
+    /// Events re-read below a shard's offset (`startOffsets`).
+    public var reread = 0
     public var deadLetters: Int
     public var rowsChanged: Int
     public var seconds: Double
@@ -68,6 +86,8 @@ public struct ProjectorSummary: Sendable {
 public struct ProjectorError: Error, CustomStringConvertible {
     public enum Kind: Sendable {
         case storage, kafka, shard
+        /// The request names something the log does not have (a partition, an offset).
+        case badRequest
         /// The log does not hold what the shard needs next: a gap (retention deleted it) or a
         /// log that ends before the shard's offset (topic recreated, another cluster).
         case logMismatch
@@ -88,7 +108,11 @@ public struct ProjectorError: Error, CustomStringConvertible {
 /// of different partitions are written in parallel.
 public final class Projector: RebalanceHandler {
     private let options: ProjectorOptions
-    private let priority: SourcePriority
+    /// The source priority in force: the configuration's, then the one of each generation a
+    /// rebuild swaps in.
+    public private(set) var priority: SourcePriority
+    /// Where each partition's shard is (re-read when a rebuild swaps the manifest).
+    private var layout: DataLayout
     private let logger: Logger
     private let consumer: KafkaConsumer
     private let deadLetters: KafkaProducer
@@ -113,6 +137,14 @@ public final class Projector: RebalanceHandler {
         self.logger = logger
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        layout = try DataLayout.read(options.dataDirectory)
+        if let built = layout.priority, built != priority {
+            throw ProjectorError(kind: .shard, message: """
+                \(options.dataDirectory) holds a projection built under source priority \(built.fingerprint) (generation \
+                \(layout.generation), by daybook rebuild), not \(priority.fingerprint) as configured. Put that order in --config, \
+                or rebuild under yours: daybook rebuild --data \(options.dataDirectory) --config FILE.
+                """, shardKind: .priorityMismatch)
+        }
         consumer = try KafkaConsumer(connection: connection, configuration: consumerConfiguration, logger: logger)
         let reports = self.reports
         deadLetters = try KafkaProducer(connection: connection, configuration: producerConfiguration, logger: logger) { report in
@@ -159,15 +191,23 @@ public final class Projector: RebalanceHandler {
     static let dlqPayloadLimit = 512 * 1_024
     /// Partitions re-sought once after a jump in offsets, and where (see `checkContinuity`).
     private var resought: [Int32: Int64] = [:]
+    /// Partitions sought to a new generation's shard: a first jump there is re-sought, solo too.
+    private var switched: Set<Int32> = []
+    /// When `catchUpTargets` was last asked, and whether the targets were met.
+    private var targetsAsked: ContinuousClock.Instant?
 
     private func openWorker(_ partition: Int32) throws -> PartitionWorker {
         if let existing = workers[partition], !existing.broken { return existing }
         // Never wait for a lock: a second projector on the same data must stop at once.
-        let shard = try Shard(directory: options.dataDirectory, topic: options.topic, partition: partition,
+        let path = layout.path(topic: options.topic, partition: partition)
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let shard = try Shard(path: path, topic: options.topic, partition: partition,
                               fingerprint: priority.fingerprint, lockTimeout: .zero)
         try checkCluster(shard)
         let worker = PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: options.cacheBytes)
-        outboxCursor[partition] = 0
+        worker.stopOffset = options.stopOffsets[partition]
+        forgetOutbox(partition)
         logger.info("partition \(partition): shard at offset \(shard.nextOffset)")
         return worker
     }
@@ -223,7 +263,8 @@ public final class Projector: RebalanceHandler {
 
     /// Before reading, the shard's next offset must lie inside the partition's log:
     /// `low ≤ next ≤ high`. Anything else is a gap or a different log, never skipped silently.
-    private func checkLog(_ shard: Shard) throws {
+    @discardableResult
+    private func checkLog(_ shard: Shard) throws -> (low: Int64, high: Int64) {
         let tp = TopicPartition(options.topic, shard.partition)
         let marks: (low: Int64, high: Int64)
         do {
@@ -233,6 +274,7 @@ public final class Projector: RebalanceHandler {
         }
         try Self.check(shard: shard, tp: tp, low: marks.low, high: marks.high)
         highAtStart[shard.partition] = marks.high
+        return marks
     }
 
     static func check(shard: Shard, tp: TopicPartition, low: Int64, high: Int64) throws {
@@ -270,11 +312,12 @@ public final class Projector: RebalanceHandler {
             throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
         }
         try Self.check(shard: worker.shard, tp: tp, low: low, high: high)
-        if options.solo || resought[tp.partition] == next {
+        if (options.solo && !switched.contains(tp.partition)) || resought[tp.partition] == next {
             logger.info("\(tp): offsets \(next)..<\(first) hold no messages (transaction markers or compaction)")
             return true
         }
         resought[tp.partition] = next
+        switched.remove(tp.partition)
         do {
             try consumer.seek([tp: next])
         } catch {
@@ -305,6 +348,70 @@ public final class Projector: RebalanceHandler {
 
     static func milliseconds(_ d: Duration) -> Int32 {
         Int32(clamping: d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// With `catchUpTargets`: whether every partition has reached its target (asked at most
+    /// every 250 ms; a live projector's offsets only move forward).
+    private func targetsMet() throws -> Bool {
+        guard let targets = options.catchUpTargets else { return true }
+        let now = ContinuousClock.now
+        if let asked = targetsAsked, now - asked < .milliseconds(250) { return false }
+        targetsAsked = now
+        let wanted: [Int32: Int64]
+        do {
+            wanted = try targets()
+        } catch {
+            throw classify(error)
+        }
+        return wanted.allSatisfy { partition, offset in workers[partition].map { $0.shard.nextOffset >= offset } ?? true }
+    }
+
+    // MARK: Generations
+
+    /// Moves to the shards of a generation a rebuild swapped in: each partition whose shard
+    /// moved (or whose priority changed) is closed, opened at its new place under the new
+    /// generation's priority, and sought to that shard's offset. Every shard's offset is
+    /// committed with its changes, so nothing is lost or applied twice across the move.
+    private func followManifest() throws {
+        guard DataLayout.currentStamp(options.dataDirectory) != layout.stamp else { return }
+        let new = try DataLayout.read(options.dataDirectory)
+        let old = layout
+        layout = new
+        let newPriority = new.priority ?? priority
+        let reprioritised = newPriority != priority
+        if reprioritised {
+            logger.warning("generation \(new.generation) swapped in: projecting under source priority \(newPriority.fingerprint) (was \(priority.fingerprint))")
+            priority = newPriority
+        }
+        var offsets: [TopicPartition: Int64] = [:]
+        for partition in workers.keys.sorted() {
+            let from = old.path(topic: options.topic, partition: partition)
+            guard reprioritised || new.path(topic: options.topic, partition: partition) != from else { continue }
+            workers[partition] = nil // closes the old shard and lets go of its lock
+            let worker = try openWorker(partition)
+            try checkLog(worker.shard)
+            workers[partition] = worker
+            offsets[worker.partition] = worker.shard.nextOffset
+            resought[partition] = nil
+            switched.insert(partition)
+            logger.warning("partition \(partition): now \(worker.shard.path) at offset \(worker.shard.nextOffset) (was \(from))")
+        }
+        guard !offsets.isEmpty else { return }
+        shareCache()
+        do {
+            try consumer.seek(offsets)
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "seeking \(offsets.keys.sorted().map(\.description).joined(separator: ", ")) to the new shards: \(error)")
+        }
+    }
+
+    /// Forgets what the dead-letter outbox knew of a partition's shard (its row ids mean
+    /// nothing in another shard file).
+    private func forgetOutbox(_ partition: Int32) {
+        outboxCursor[partition] = 0
+        inFlight[partition] = nil
+        forwardedIDs[partition] = nil
+        outboxIDs = outboxIDs.filter { $0.value.partition != partition }
     }
 
     // MARK: Running
@@ -345,11 +452,22 @@ public final class Projector: RebalanceHandler {
         do {
             if options.solo {
                 var offsets: [TopicPartition: Int64] = [:]
-                for partition in 0..<Int32(count) {
+                let all = Array(0..<Int32(count))
+                for partition in options.partitions ?? all {
+                    guard all.contains(partition) else {
+                        throw ProjectorError(kind: .badRequest, message: "\(options.topic) has no partition \(partition): it has \(count) (0…\(count - 1))")
+                    }
                     let worker = try openWorker(partition)
-                    try checkLog(worker.shard)
+                    let marks = try checkLog(worker.shard)
                     workers[partition] = worker
                     offsets[worker.partition] = worker.shard.nextOffset
+                    if let start = options.startOffsets[partition], start < worker.shard.nextOffset {
+                        guard start >= marks.low else {
+                            throw ProjectorError(kind: .badRequest, message: "\(worker.partition): offset \(start) is before the first offset the log still holds (\(marks.low)); re-read from \(marks.low) or later")
+                        }
+                        worker.rereadFrom = start
+                        offsets[worker.partition] = start
+                    }
                 }
                 hasAssignment = true
                 shareCache()
@@ -365,13 +483,14 @@ public final class Projector: RebalanceHandler {
         }
 
         defer {
-            flushDeadLetters(timeoutMilliseconds: 5_000)
+            if options.forwardDeadLetters { flushDeadLetters(timeoutMilliseconds: 5_000) }
             consumer.close()
             workers.removeAll()
         }
 
         while !shouldStop() {
             do {
+                try followManifest()
                 try startHeldPartitions()
             } catch {
                 throw classify(error)
@@ -420,13 +539,14 @@ public final class Projector: RebalanceHandler {
                 for outcome in outcomes {
                     summary.applied += outcome.applied
                     summary.skipped += outcome.skipped
+                    summary.reread += outcome.reread
                     summary.deadLetters += outcome.deadLetters
                     summary.rowsChanged += outcome.rowsChanged
                     appliedSinceProgress += outcome.applied + outcome.deadLetters
                     if recordChangedKeys { summary.changedKeys.formUnion(outcome.changedKeys) }
                 }
             }
-            forwardDeadLetters()
+            if options.forwardDeadLetters { forwardDeadLetters() }
 
             let now = ContinuousClock.now
             if now - lastProgress >= .seconds(1) {
@@ -437,7 +557,8 @@ public final class Projector: RebalanceHandler {
                 progress(snapshot(summary, rate: rate))
             }
             // A member the group gave nothing to is caught up on what it owns, too.
-            if options.untilCaughtUp, hasAssignment, held.isEmpty, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty {
+            if options.untilCaughtUp, hasAssignment, held.isEmpty, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty,
+               try targetsMet() {
                 summary.caughtUp = true
                 break
             }

@@ -28,9 +28,11 @@ public final class ShardProjection {
     }
 
     /// Applies `events` (in log order, positions increasing) and commits them with
-    /// `deadLetters` and `nextPosition` as one transaction.
+    /// `deadLetters` and `nextPosition` as one transaction. Events at positions below
+    /// `rereadBelow` were applied before and are re-read (`Ledger.reapply`: nothing steps
+    /// back, their days are recomputed).
     public func apply(_ events: [(event: Event, position: Int64)], deadLetters: [Shard.DeadLetter] = [],
-                      nextPosition: Int64) throws -> Outcome {
+                      rereadBelow: Int64 = .min, nextPosition: Int64) throws -> Outcome {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
@@ -43,7 +45,8 @@ public final class ShardProjection {
         var outcome = Outcome()
         var dirty = Set<DayKey>()
         for (event, position) in events {
-            let changed = ledger.apply(event, at: position, dirty: &dirty)
+            let changed = position < rereadBelow ? ledger.reapply(event, at: position, dirty: &dirty)
+                                                 : ledger.apply(event, at: position, dirty: &dirty)
             switch event {
             case .sampleAdded(let sample):
                 if changed { batch.upserts.append((sample, position)) }

@@ -73,11 +73,19 @@ public final class Shard {
     /// - Parameter fingerprint: a description of the source priority; a shard built with
     ///   another priority is refused (its totals would be wrong), which asks for a rebuild.
     /// - Parameter lockTimeout: how long to wait for another process to release the shard.
-    public init(directory: String, topic: String, partition: Int32, fingerprint: String,
+    public convenience init(directory: String, topic: String, partition: Int32, fingerprint: String,
+                            lockTimeout: Duration = .seconds(30)) throws {
+        try self.init(path: directory + "/" + Shard.fileName(topic: topic, partition: partition), topic: topic,
+                      partition: partition, fingerprint: fingerprint, lockTimeout: lockTimeout)
+    }
+
+    /// Opens or creates the shard of `topic`/`partition` at `path` (where a `DataLayout` puts it).
+    public init(path: String, topic: String, partition: Int32, fingerprint: String,
                 lockTimeout: Duration = .seconds(30)) throws {
         self.topic = topic
         self.partition = partition
-        path = directory + "/" + Shard.fileName(topic: topic, partition: partition)
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
         lockDescriptor = try Shard.lock(path + ".lock", timeout: lockTimeout)
         do {
             database = try Database(path: path)
@@ -151,7 +159,7 @@ public final class Shard {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
         if let stored = try read.firstRow({ $0.text(0) }) {
             guard stored == fingerprint else {
-                throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild it: project into a new --data directory (or delete this one).")
+                throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild the projection under the order you want: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps).")
             }
             return
         }

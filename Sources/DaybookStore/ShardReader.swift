@@ -7,23 +7,11 @@ public struct ShardReader {
 
     public init(directory: String) { self.directory = directory }
 
-    /// The shard files in the directory, sorted.
+    /// The shard files of the projection readers see now, sorted by file name: the
+    /// directory's manifest is resolved once per call (see `DataLayout`), so one query
+    /// reads one generation, never a mix of an old and a new one.
     public func shardPaths() throws -> [String] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
-            throw Shard.ShardError(.missingDirectory, "\(directory): no such data directory")
-        }
-        guard isDirectory.boolValue else {
-            throw Shard.ShardError(.missingDirectory, "\(directory): not a directory; give the --data directory the projector writes")
-        }
-        guard let dir = opendir(directory) else {
-            throw Shard.ShardError(.storage, "\(directory): cannot list the data directory: \(String(cString: strerror(errno)))")
-        }
-        closedir(dir)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
-            throw Shard.ShardError(.storage, "\(directory): cannot list the data directory")
-        }
-        return names.filter { $0.hasSuffix(".sqlite") }.sorted().map { directory + "/" + $0 }
+        try DataLayout.read(directory).shardPaths()
     }
 
     /// Opens `path` read-only, refusing a file that is not a shard (not SQLite, damaged,

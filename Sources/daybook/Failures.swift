@@ -31,6 +31,7 @@ extension CLIError {
             case .kafka: self.init(code: ExitCode.unavailable, message: e.message)
             case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.message)
             case .logMismatch: self.init(code: ExitCode.logMismatch, message: e.message)
+            case .badRequest: self.init(code: ExitCode.usage, message: e.message)
             }
         case let e as Shard.ShardError:
             self.init(code: ExitCode.of(e.kind), message: e.message)
