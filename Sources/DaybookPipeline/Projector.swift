@@ -60,11 +60,14 @@ public struct ProjectorProgress: Sendable {
     /// Seconds until caught up at the current rate, when it can be told.
     public var eta: Double? { eventsPerSecond > 0 ? Double(lag) / eventsPerSecond : nil }
 
-    public var line: String {
-        if let waiting { return "project: \(applied) applied; \(waiting)" }
+    public var line: String { line("project") }
+
+    /// The progress line of `command` (project, rebuild, verify…).
+    public func line(_ command: String) -> String {
+        if let waiting { return "\(command): \(applied) applied; \(waiting)" }
         let lags = partitions.map { "p\($0.partition):\(max(0, ($0.end ?? $0.next) - $0.next))" }.joined(separator: " ")
         let etaText = eta.map { String(format: "%.0fs", $0) } ?? "?"
-        return "project: \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)"
+        return "\(command): \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)"
     }
 }
 
@@ -88,6 +91,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
         case storage, kafka, shard
         /// The request names something the log does not have (a partition, an offset).
         case badRequest
+        /// Stopped (a signal) before the work was done; rerunning carries on or starts over.
+        case interrupted
         /// The log does not hold what the shard needs next: a gap (retention deleted it) or a
         /// log that ends before the shard's offset (topic recreated, another cluster).
         case logMismatch

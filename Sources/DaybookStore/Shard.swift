@@ -25,6 +25,16 @@ public final class Shard {
         return "\(topic)-\(String(repeating: "0", count: max(0, 4 - p.count)) + p).sqlite"
     }
 
+    /// The partition of a shard file name of `topic` (`health-samples-0003.sqlite` → 3).
+    public static func partition(ofFile name: String, topic: String) -> Int32? {
+        let prefix = topic + "-"
+        guard name.hasPrefix(prefix), name.hasSuffix(".sqlite") else { return nil }
+        let digits = name.dropFirst(prefix.count).dropLast(".sqlite".count)
+        guard digits.count >= 4, digits.allSatisfy(\.isASCII), let p = Int32(digits), p >= 0,
+              fileName(topic: topic, partition: p) == name else { return nil }
+        return p
+    }
+
     static let migrations: [(name: String, sql: String)] = [
         ("001-read-model", """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -141,7 +151,9 @@ public final class Shard {
         }
     }
 
-    private static func lock(_ path: String, timeout: Duration) throws -> Int32 {
+    /// Takes an exclusive flock on `path` (created if missing), waiting up to `timeout`;
+    /// returns the descriptor that holds it (closing it lets go).
+    public static func lock(_ path: String, timeout: Duration) throws -> Int32 {
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ShardError(.storage, "\(path): cannot open lock file: \(String(cString: strerror(errno)))") }
         let deadline = ContinuousClock.now + timeout
@@ -420,6 +432,17 @@ public final class Shard {
                 try mark.bind(1, id)
                 try mark.run()
             }
+            return .commit
+        }
+    }
+
+    /// Marks the dead letters below `offset` forwarded: a rebuild meets again the poison
+    /// messages the live projector has already forwarded to the DLQ topic.
+    public func markDeadLettersForwarded(below offset: Int64) throws {
+        try database.inTransaction {
+            let mark = try database.statement("UPDATE dead_letters SET forwarded = 1 WHERE offset < ? AND forwarded = 0")
+            try mark.bind(1, offset)
+            try mark.run()
             return .commit
         }
     }

@@ -2,7 +2,7 @@ import DaybookCore
 import Foundation
 
 /// Reads the totals of every shard in a data directory (read-only; safe while a projector writes).
-public struct ShardReader {
+public struct ShardReader: Sendable {
     public let directory: String
 
     public init(directory: String) { self.directory = directory }
@@ -103,5 +103,95 @@ public struct ShardReader {
             if let row = try p.firstRow({ ($0.text(0), Int32($0.int64(1)), $0.int64(2)) }) { out.append((path, row.0, row.1, row.2, letters)) }
         }
         return out
+    }
+}
+
+extension ShardReader {
+    /// A read-only view of one shard as of one moment: its next offset and its rows come
+    /// from the same read transaction, however far a projector writes meanwhile.
+    public final class Snapshot {
+        public let path: String
+        /// The offset of the next message the shard would apply (0 for a shard without progress).
+        public let nextOffset: Int64
+        /// The source priority the shard records.
+        public let fingerprint: String?
+        private let database: Database?
+        private var open = true
+
+        init(path: String, database: Database?) throws {
+            self.path = path
+            self.database = database
+            guard let database else {
+                nextOffset = 0
+                fingerprint = nil
+                return
+            }
+            try database.execute("BEGIN")
+            nextOffset = try database.statement("SELECT next_offset FROM progress").firstRow { $0.int64(0) } ?? 0
+            fingerprint = try database.statement("SELECT value FROM meta WHERE key = 'priority'").firstRow { $0.text(0) }
+        }
+
+        deinit { end() }
+
+        /// Ends the read transaction.
+        public func end() {
+            guard open else { return }
+            open = false
+            try? database?.execute("COMMIT")
+        }
+
+        /// The shard's rows in (user, metric, day) order, pulled one at a time.
+        public func rows() throws -> TotalsCursor {
+            try TotalsCursor(database: database)
+        }
+    }
+
+    /// Opens a snapshot of the shard at `path`; a shard a projector is creating right now
+    /// reads as empty at offset 0.
+    public func snapshot(ofShardAt path: String) throws -> Snapshot {
+        try Snapshot(path: path, database: try open(path))
+    }
+
+    /// Each shard's snapshot offset and priority, keyed by partition, for the shards of `topic`.
+    public func offsets(topic: String) throws -> [Int32: (path: String, nextOffset: Int64, fingerprint: String?)] {
+        var out: [Int32: (String, Int64, String?)] = [:]
+        for path in try shardPaths() {
+            guard let partition = Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: topic) else { continue }
+            let snapshot = try self.snapshot(ofShardAt: path)
+            out[partition] = (path, snapshot.nextOffset, snapshot.fingerprint)
+            snapshot.end()
+        }
+        return out
+    }
+}
+
+/// Rows of one shard in (user, metric, day) order, one at a time (for merging two shards).
+public final class TotalsCursor {
+    private let rows: Statement?
+    private let sources: Statement?
+
+    init(database: Database?) throws {
+        rows = try database?.statement("SELECT user, metric, day, value, min, max, avg, count FROM totals ORDER BY user, metric, day")
+        sources = try database?.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
+    }
+
+    /// The next row, or nil at the end. A row whose metric or day this version cannot read
+    /// is returned as damaged (`ShardError.notAShard`), never skipped: a comparison must see it.
+    public func next() throws -> DayTotal? {
+        guard let rows, let sources, try rows.step() else { return nil }
+        guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else {
+            throw Shard.ShardError(.notAShard, "a totals row has metric \(JSONWriter.quoted(rows.text(1))) and day \(JSONWriter.quoted(rows.text(2))), which are not a metric and a day")
+        }
+        let key = DayKey(user: rows.text(0), metric: metric, day: day)
+        guard metric.isCumulative else {
+            return DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7))))
+        }
+        var shares: [SourceShare] = []
+        sources.reset()
+        try sources.bind(1, key.user)
+        try sources.bind(2, metric.rawValue)
+        try sources.bind(3, rows.text(2))
+        while try sources.step() { shares.append(SourceShare(source: sources.text(0), value: sources.double(1))) }
+        return DayTotal(key: key, summary: .cumulative(value: rows.double(3), sources: shares))
     }
 }

@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookKafka
+import Foundation
 
 /// One option a command accepts, for parsing and for `--help`.
 struct OptionSpec {
@@ -25,6 +26,21 @@ struct ParsedArguments {
             throw CLIError.usage("--topic \(JSONWriter.quoted(name)) is not a Kafka topic name: it \(problem)")
         }
         return name
+    }
+
+    /// Every `--partition` value (repeated, or comma-separated), sorted; nil when absent.
+    func partitions() throws -> [Int32]? {
+        guard let texts = values["--partition"] else { return nil }
+        var out = Set<Int32>()
+        for text in texts {
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let p = Int32(part.trimmingCharacters(in: .whitespaces)), p >= 0 else {
+                    throw CLIError.usage("--partition takes partition numbers (0, 1, …; repeat it or separate with commas), got '\(TerminalText.escaped(text))'")
+                }
+                out.insert(p)
+            }
+        }
+        return out.sorted()
     }
 
     /// The option's value as an integer within `range`, or `fallback` when absent.

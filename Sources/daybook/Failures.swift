@@ -32,6 +32,7 @@ extension CLIError {
             case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.message)
             case .logMismatch: self.init(code: ExitCode.logMismatch, message: e.message)
             case .badRequest: self.init(code: ExitCode.usage, message: e.message)
+            case .interrupted: self.init(code: ExitCode.tempFail, message: e.message)
             }
         case let e as Shard.ShardError:
             self.init(code: ExitCode.of(e.kind), message: e.message)

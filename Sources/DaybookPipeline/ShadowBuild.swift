@@ -1,0 +1,143 @@
+import DaybookCore
+import DaybookKafka
+import DaybookLog
+import DaybookStore
+import Foundation
+
+/// `daybook verify` and `daybook diff`: builds a temporary projection from offset 0 up to
+/// exactly the live shards' offsets, in a hidden directory inside the data directory
+/// (`.tmp-<pid>`, removed at the end; readers never list it), and hands each partition's
+/// live and temporary shards to a comparison as two snapshots at the same offset.
+///
+/// A live shard that moved on meanwhile (a projector is running) is built further and
+/// compared again, a few rounds at most.
+public final class ShadowBuild {
+    private let request: RebuildRequest
+    private let access: LogAccess
+    private let logger: Logger
+    public static let rounds = 10
+
+    public init(request: RebuildRequest, access: LogAccess, logger: Logger) {
+        self.request = request
+        self.access = access
+        self.logger = logger
+    }
+
+    /// The process that owns a temporary projection directory named `name`, if it is one.
+    static func owner(ofTemporary name: String) -> pid_t? {
+        guard name.hasPrefix(".tmp-"), let pid = pid_t(name.dropFirst(5)), pid > 0 else { return nil }
+        return pid
+    }
+
+    public struct Outcome: Sendable {
+        /// Partitions compared, with the offset they were compared at.
+        public var offsets: [Int32: Int64] = [:]
+        public var rows = 0
+        public var rounds = 0
+    }
+
+    /// Builds and compares; `compare` gets each partition's live and temporary snapshots
+    /// (at the same offset) and returns how many rows it looked at.
+    public func run(shouldStop: @escaping () -> Bool, progress: (ProjectorProgress) -> Void,
+                    compare: (Int32, ShardReader.Snapshot, ShardReader.Snapshot) throws -> Int) throws -> Outcome {
+        let dir = request.dataDirectory
+        let reader = ShardReader(directory: dir)
+        var live = try reader.offsets(topic: request.topic)
+        if let wanted = request.partitions {
+            for p in wanted where live[p] == nil {
+                throw ProjectorError(kind: .badRequest, message: "\(dir) has no shard of \(request.topic) partition \(p); its shards are of partitions \(live.keys.sorted().map(String.init).joined(separator: ", "))")
+            }
+            live = live.filter { wanted.contains($0.key) }
+        }
+        let temporary = dir + "/.tmp-\(getpid())"
+        try? FileManager.default.removeItem(atPath: temporary)
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        let shadow = ShardReader(directory: temporary)
+
+        var targets = live.mapValues(\.nextOffset)
+        var outcome = Outcome()
+        while !targets.isEmpty {
+            guard outcome.rounds < Self.rounds else {
+                throw ProjectorError(kind: .interrupted, message: "the live shards of partitions \(targets.keys.sorted().map(String.init).joined(separator: ", ")) kept moving for \(Self.rounds) rounds (a projector is applying a busy log); retry when it is quieter, or stop the projector for the comparison")
+            }
+            outcome.rounds += 1
+            var options = ProjectorOptions(dataDirectory: temporary)
+            options.topic = request.topic
+            options.solo = true
+            options.untilCaughtUp = true
+            options.partitions = targets.keys.sorted()
+            options.stopOffsets = targets
+            options.cacheBytes = request.cacheBytes
+            options.connectTimeout = request.connectTimeout
+            options.forwardDeadLetters = false
+            let built = try build(options, shouldStop: shouldStop, progress: progress)
+            guard built.caughtUp else {
+                throw ProjectorError(kind: .interrupted, message: "stopped before the temporary projection reached the live offsets; nothing was compared")
+            }
+            for (partition, target) in targets.sorted(by: { $0.key < $1.key }) {
+                guard let path = live[partition]?.path else { continue }
+                let liveSnapshot = try reader.snapshot(ofShardAt: path)
+                defer { liveSnapshot.end() }
+                guard liveSnapshot.nextOffset == target else {
+                    logger.info("partition \(partition): the live shard moved from \(target) to \(liveSnapshot.nextOffset); building on")
+                    targets[partition] = liveSnapshot.nextOffset
+                    continue
+                }
+                let shadowSnapshot = try shadow.snapshot(ofShardAt: temporary + "/" + Shard.fileName(topic: request.topic, partition: partition))
+                defer { shadowSnapshot.end() }
+                outcome.rows += try compare(partition, liveSnapshot, shadowSnapshot)
+                outcome.offsets[partition] = target
+                targets[partition] = nil
+            }
+        }
+        return outcome
+    }
+
+    private func build(_ options: ProjectorOptions, shouldStop: @escaping () -> Bool,
+                       progress: (ProjectorProgress) -> Void) throws -> ProjectorSummary {
+        let projector = try Projector(connection: access.connection, consumer: access.consumer, producer: access.producer,
+                                      priority: request.priority, options: options, logger: logger)
+        return try projector.run(shouldStop: shouldStop, progress: progress)
+    }
+}
+
+/// One (user, metric, day) whose rows differ between two projections; nil is "no row".
+public struct RowDifference: Sendable {
+    public var key: DayKey
+    public var live: DayTotal?
+    public var rebuilt: DayTotal?
+}
+
+/// Merges two shards' rows (both in (user, metric, day) order) and reports every key
+/// where `differ` says they differ, a missing row counting as different from any row.
+/// Returns the number of keys looked at.
+public func compareRows(_ live: TotalsCursor, _ rebuilt: TotalsCursor, differ: (DayTotal, DayTotal) -> Bool,
+                        _ report: (RowDifference) throws -> Void) throws -> Int {
+    var a = try live.next()
+    var b = try rebuilt.next()
+    var count = 0
+    while a != nil || b != nil {
+        count += 1
+        let liveFirst: Bool
+        if let x = a, let y = b {
+            if x.key == y.key {
+                if differ(x, y) { try report(RowDifference(key: x.key, live: x, rebuilt: y)) }
+                a = try live.next()
+                b = try rebuilt.next()
+                continue
+            }
+            liveFirst = x.key < y.key
+        } else {
+            liveFirst = a != nil
+        }
+        if liveFirst, let x = a {
+            try report(RowDifference(key: x.key, live: x, rebuilt: nil))
+            a = try live.next()
+        } else if let y = b {
+            try report(RowDifference(key: y.key, live: nil, rebuilt: y))
+            b = try rebuilt.next()
+        }
+    }
+    return count
+}
