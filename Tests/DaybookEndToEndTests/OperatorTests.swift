@@ -1,0 +1,244 @@
+import DaybookTestSupport
+import DaybookCore
+import DaybookStore
+import Foundation
+import Testing
+
+/// `rebuild`, `verify` and `diff` as operators run them: processes against `daybook broker`.
+@Suite(.serialized) struct OperatorTests {
+    let scratch = TemporaryDirectory()
+
+    /// The generated logs have watch and phone samples over the same walks, so putting the
+    /// phone first changes most step, energy and distance totals (checked below: a fixture
+    /// whose totals did not change would prove nothing).
+    static let phoneFirst = #"{"priority":{"default":["phone","watch","manual"]}}"#
+
+    static func rollup(_ lines: [String], config: String? = nil) throws -> [String] {
+        let r = try Daybook.run(["rollup"] + (config.map { ["--config", $0] } ?? []) + ["-"], stdin: lines.joined(separator: "\n") + "\n")
+        #expect(r.status == 0, "\(r.stderr)")
+        return r.stdout.split(separator: "\n").map(String.init).sorted()
+    }
+
+    static func totals(_ dir: String) throws -> [String] {
+        try ProjectorTests.totals(dir).sorted()
+    }
+
+    /// `totals --format json` sorted, or nil if it failed (for polling before the data exists).
+    static func poll(_ dir: String) -> [String]? {
+        guard let r = try? Daybook.run(["totals", "--data", dir, "--format", "json"]), r.status == 0 else { return nil }
+        return r.stdout.split(separator: "\n").map(String.init).sorted()
+    }
+
+    func publish(_ lines: [String], to broker: BrokerProcess) throws {
+        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(lines.joined(separator: "\n") + "\n")])
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
+    /// Runs `statement` on an SQLite file (as a person with the sqlite3 module would) and
+    /// returns its rows, one line each, columns separated by spaces.
+    static func sql(_ path: String, _ statement: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nfor r in c.execute(sys.argv[2]).fetchall(): print(*r)\nc.commit()", path, statement]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Polls until `check` holds or `seconds` pass.
+    static func eventually(_ seconds: Double, _ check: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try check() { return true }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return try check()
+    }
+
+    @Test(.timeLimit(.minutes(4))) func aRebuildUnderANewOrderSwapsAtomicallyUnderARunningProjector() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "4"])
+        let lines = try ProjectorTests.log(samples: 12_000, users: 8, seed: 31)
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        let newConfig = try scratch.file(Self.phoneFirst)
+        let old = try Self.rollup(lines)
+        let new = try Self.rollup(lines, config: newConfig)
+        #expect(Set(old).subtracting(new).count > 20, "the new order must change many rows")
+
+        let projector = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--verbose"])
+        #expect(Self.eventually(60) { Self.poll(dir) == old }, "\(projector.stderr.suffix(500))")
+
+        // Readers poll all the while: each answer is the whole old or the whole new projection.
+        final class Polls: @unchecked Sendable {
+            let lock = NSLock()
+            var answers: [[String]] = []
+            var stop = false
+        }
+        let polls = Polls()
+        let poller = Thread {
+            while !polls.lock.withLock({ polls.stop }) {
+                let answer = Self.poll(dir) ?? ["(failed)"]
+                polls.lock.withLock { polls.answers.append(answer) }
+            }
+        }
+        poller.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig])
+        #expect(rebuild.status == 0, "\(rebuild.stderr)")
+        #expect(rebuild.stderr.contains("swapped in"))
+        Thread.sleep(forTimeInterval: 0.5)
+        polls.lock.withLock { polls.stop = true }
+        while !poller.isFinished { Thread.sleep(forTimeInterval: 0.05) }
+        let answers = polls.lock.withLock { polls.answers }
+        #expect(answers.count >= 4)
+        #expect(answers.allSatisfy { $0 == old || $0 == new }, "a poll answered neither projection")
+        #expect(answers.first == old)
+        #expect(answers.last == new)
+
+        // The running projector moved to the new shards and applies new events there, under the new order.
+        #expect(Self.eventually(20) { projector.stderr.contains("swapped in: projecting under source priority default=phone>watch>manual") },
+                "\(projector.stderr.suffix(800))")
+        let more = try ProjectorTests.log(samples: 3_000, users: 5, seed: 32).map { $0.replacingOccurrences(of: "\"user\":\"", with: "\"user\":\"late-") }
+        try publish(more, to: broker)
+        let all = try Self.rollup(lines + more, config: newConfig)
+        #expect(Self.eventually(60) { Self.poll(dir) == all }, "the projector did not apply new events to the new shards: \(projector.stderr.suffix(800))")
+        projector.process.terminate()
+        #expect(projector.wait(seconds: 20) == 0)
+
+        // The data directory is now under the new order: a projector with the old one is refused.
+        let stale = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(stale.status == 78)
+        #expect(stale.stderr.contains("daybook rebuild"))
+        let current = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up", "--config", newConfig])
+        #expect(current.status == 0, "\(current.stderr)")
+        #expect(current.stderr.contains("applied 0"))
+        _ = broker.stop()
+    }
+
+    @Test(.timeLimit(.minutes(4))) func aRebuildKilledMidWayLeavesTheLiveProjectionAndARerunFinishes() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "4"])
+        let lines = try ProjectorTests.log(samples: 60_000, users: 16, seed: 33)
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(project.status == 0, "\(project.stderr)")
+        let old = try Self.rollup(lines)
+        #expect(try Self.totals(dir) == old)
+
+        // Small batches and no cache: slow enough to be killed with some shards half-built.
+        let newConfig = try scratch.file(#"{"priority":{"default":["phone","watch","manual"]},"state":{"cache_mb":0}}"#)
+        let rebuild = try DaybookProcess(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig])
+        let staged = dir + "/gen-000001/health-samples-0000.sqlite"
+        #expect(Self.eventually(30) { FileManager.default.fileExists(atPath: staged) })
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(rebuild.process.isRunning, "the rebuild finished before it could be killed: make the log bigger")
+        rebuild.kill9()
+        #expect(!FileManager.default.fileExists(atPath: dir + "/" + DataLayout.manifestName))
+        #expect(try Self.totals(dir) == old)
+
+        let rerun = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(rerun.stderr.contains("carried on from an interrupted run"))
+        #expect(try Self.totals(dir) == (try Self.rollup(lines, config: newConfig)))
+        let verify = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(verify.status == 0, "\(verify.stderr)")
+
+        // The next rebuild removes the generation the manifest left behind.
+        #expect(FileManager.default.fileExists(atPath: dir + "/health-samples-0000.sqlite"))
+        let again = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/health-samples-0000.sqlite"))
+        #expect(try Self.totals(dir) == (try Self.rollup(lines, config: newConfig)))
+        _ = broker.stop()
+    }
+
+    @Test(.timeLimit(.minutes(3))) func verifyNamesAHandEditedRowAndPassesAgainAfterARebuild() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        let lines = try ProjectorTests.log(samples: 4_000, users: 4, seed: 34)
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(project.status == 0, "\(project.stderr)")
+        let healthy = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(healthy.status == 0, "\(healthy.stderr)")
+        #expect(healthy.stderr.contains("identical"))
+
+        // Someone edits a row by hand.
+        let shard = try DataLayout.read(dir).path(topic: "health-samples", partition: 1)
+        let row = try Self.sql(shard, "SELECT user || '/' || metric || '/' || day || ' ' || value FROM totals WHERE metric = 'steps' ORDER BY day LIMIT 1")
+        let parts = row.split(separator: " ")
+        let key = parts[0].split(separator: "/").map(String.init)
+        _ = try Self.sql(shard, "UPDATE totals SET value = value + 1000 WHERE user = '\(key[0])' AND metric = 'steps' AND day = '\(key[2])'")
+        let damaged = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(damaged.status == 1)
+        let edited = DayTotal.format((Double(parts[1]) ?? 0) + 1000)
+        #expect(damaged.stdout.contains("DIFFERS \(parts[0]): live \(edited)"), "\(damaged.stdout)")
+        #expect(damaged.stdout.split(separator: "\n").count == 1)
+        #expect(damaged.stderr.contains("--partition 1"))
+
+        let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--partition", "1"])
+        #expect(rebuild.status == 0, "\(rebuild.stderr)")
+        let repaired = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(repaired.status == 0, "\(repaired.stderr)")
+        #expect(try Self.totals(dir) == (try Self.rollup(lines)))
+        // A partial rebuild cannot change the order: the other partitions would keep the old one.
+        let mixed = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--partition", "0", "--config", try scratch.file(Self.phoneFirst)])
+        #expect(mixed.status == 78)
+        _ = broker.stop()
+    }
+
+    @Test(.timeLimit(.minutes(3))) func diffListsExactlyTheRowsWhoseRollupsDifferBetweenTheOrders() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "3"])
+        let lines = try ProjectorTests.log(samples: 6_000, users: 6, seed: 35)
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(project.status == 0, "\(project.stderr)")
+        let newConfig = try scratch.file(Self.phoneFirst)
+
+        // The rows of the two rollups, by key, without per-source shares.
+        func rows(_ jsonLines: [String]) throws -> [String: String] {
+            var out: [String: String] = [:]
+            for line in jsonLines {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let key = "\(object["user"] ?? "")/\(object["metric"] ?? "")/\(object["day"] ?? "")"
+                out[key] = line
+            }
+            return out
+        }
+        let old = try rows(try Self.rollup(lines))
+        let new = try rows(try Self.rollup(lines, config: newConfig))
+        let expected = Set(Set(old.keys).union(new.keys).filter { old[$0] != new[$0] })
+        #expect(expected.count > 10)
+        #expect(expected.count < old.count, "some rows (heart rate, single-source days) must stay")
+
+        let before = try Self.totals(dir)
+        let diff = try Daybook.run(["diff", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig, "--format", "json"])
+        #expect(diff.status == 0, "\(diff.stderr)")
+        var listed = Set<String>()
+        for line in diff.stdout.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let key = "\(object["user"] ?? "")/\(object["metric"] ?? "")/\(object["day"] ?? "")"
+            listed.insert(key)
+            // Its figures are the two rollups' values.
+            let newLine = try #require(new[key])
+            let newValue = try #require(try JSONSerialization.jsonObject(with: Data(newLine.utf8)) as? [String: Any])["value"] as? NSNumber
+            #expect((object["rebuilt"] as? NSNumber)?.doubleValue == newValue?.doubleValue, "\(line)")
+        }
+        #expect(listed == expected)
+        #expect(diff.stderr.contains("\(expected.count) of"))
+        // Nothing live was touched, and no temporary directory is left behind.
+        #expect(try Self.totals(dir) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).allSatisfy { !$0.hasPrefix(".tmp-") })
+
+        let csv = try Daybook.run(["diff", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig, "--format", "csv"])
+        #expect(csv.stdout.split(separator: "\n").count == expected.count + 1)
+        let missing = try Daybook.run(["diff", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(missing.status == 64)
+        _ = broker.stop()
+    }
+}
