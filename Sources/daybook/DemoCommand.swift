@@ -8,11 +8,11 @@ import Foundation
 /// `daybook demo`: the whole pipeline on an embedded broker, in one command.
 enum DemoCommand: Subcommand {
     static let name = "demo"
-    static let abstract = "Run the pipeline end to end on an embedded broker: publish, project, late data, rebuild."
+    static let abstract = "Run the pipeline end to end on an embedded broker: publish, project, late data, verify, re-rank and rebuild."
     static let usage = "demo [--events FILE] [--data DIR] [--config FILE]"
     static let options = [
         OptionSpec(name: "--events", value: "FILE", help: "Events to publish (default examples/week.jsonl)."),
-        OptionSpec(name: "--data", value: "DIR", help: "Where to put the live and rebuilt shards (default: a new temporary directory)."),
+        OptionSpec(name: "--data", value: "DIR", help: "Where to put the shards (default: a new temporary directory)."),
         OptionSpec(name: "--config", value: "FILE", help: "Source priority (default config/daybook.json if present)."),
     ]
     static let discussion = """
@@ -20,12 +20,14 @@ enum DemoCommand: Subcommand {
     the bundled week (three users; iPhone + Watch + a manual entry overlapping; the
     2024-03-31 DST weekend; a traveller Berlin → New York), projects it into SQLite shards
     and prints each user-day's steps as the naive sum beside Daybook's total. Then a late
-    sample and a deletion arrive and only the affected days are recomputed. Finally the
-    projection is rebuilt from the log into a fresh directory and compared with the live
-    one and with 'daybook rollup' of the same log.
+    sample and a deletion arrive and only the affected days are recomputed. Then the
+    projection is rebuilt from the log into a temporary place and compared row by row with
+    the live one and with 'daybook rollup' of the same log (what 'daybook verify' does).
+    Finally the phone is ranked first: 'diff' counts the rows that would change, and
+    'rebuild' builds a new generation beside the live shards and swaps it in.
 
-    EXIT CODES: 0 the rebuilt projection equals the live one and the rollup; 70 they
-    differ (a bug); 64 usage (or --data already used); 66 --events missing; 69 the
+    EXIT CODES: 0 the rebuilt projection equals the live one and the rollup, and the
+    re-ranked one the rollup under the new order; 70 they differ (a bug); 64 usage (or --data already used); 66 --events missing; 69 the
     embedded broker failed or events were not delivered; 74 storage failure; 78 bad
     configuration.
     """
@@ -40,8 +42,8 @@ enum DemoCommand: Subcommand {
         // The demo talks only to its embedded broker, so the file's secrets are not needed.
         var config = try DaybookConfiguration.load(configPath, resolvingSecrets: false)
         let root = arguments.value("--data") ?? FileManager.default.temporaryDirectory.appendingPathComponent("daybook-demo-\(getpid())").path
-        let live = root + "/live", rebuilt = root + "/rebuild"
-        for dir in [live, rebuilt] where FileManager.default.fileExists(atPath: dir) {
+        let live = root + "/live"
+        for dir in [live] where FileManager.default.fileExists(atPath: dir) {
             throw CLIError(code: ExitCode.usage, message: "\(dir) already exists; pass a new --data directory")
         }
         Shutdown.install()
@@ -100,17 +102,58 @@ enum DemoCommand: Subcommand {
             say("   \(TerminalText.escaped(key.user)) \(key.metric.rawValue) \(key.day): \(describe(beforeSteps[key])) → \(describe(afterAll[key] ?? nil))")
         }
 
-        // 4. Rebuild from the log.
-        let rebuild = try project(config, into: rebuilt, recordChanges: false)
-        let rebuiltRows = try ShardReader(directory: rebuilt).totals()
+        // 4. Verify: rebuild from the log beside the live shards and compare row by row.
+        let access = LogAccess(connection: config.connection, consumer: config.consumer, producer: config.producer)
+        let quiet = Logger(label: "demo", level: .warning)
+        var differences = 0
+        let verified = try shadowCompare(RebuildRequest(dataDirectory: live, priority: config.priority), access: access, logger: quiet) { _ in differences += 1 }
         let ledger = Ledger(priority: config.priority)
         for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
-        let identical = rebuiltRows == after
-        let matchesRollup = rebuiltRows == ledger.allTotals()
-        say("\n4. Rebuilt the projection from the log into \(rebuilt): \(rebuild.applied) events, \(rebuiltRows.count) rows.")
+        let identical = differences == 0
+        let matchesRollup = after == ledger.allTotals()
+        say("\n4. Rebuilt the projection from the log into a temporary place up to the live offsets (daybook verify): \(verified.rows) rows compared.")
         say("   Rebuilt == live projection: \(identical ? "identical" : "DIFFERENT"); == daybook rollup of the same log: \(matchesRollup ? "identical" : "DIFFERENT").")
+
+        // 5. Re-rank the sources: what would change, then a rebuild swapped in atomically.
+        var reranked = config.priority
+        reranked.defaultOrder = ["phone"] + reranked.defaultOrder.filter { $0 != "phone" }
+        reranked.perMetric = reranked.perMetric.mapValues { ["phone"] + $0.filter { $0 != "phone" } }
+        var changed = 0
+        _ = try shadowCompare(RebuildRequest(dataDirectory: live, priority: reranked), access: access, logger: quiet,
+                              differ: { DiffCommand.valueOf($0) != DiffCommand.valueOf($1) }) { _ in changed += 1 }
+        let swapped: RebuildSummary
+        do {
+            swapped = try Rebuilder(request: RebuildRequest(dataDirectory: live, priority: reranked), access: access, logger: quiet)
+                .run(shouldStop: { Shutdown.isRequested }) { _ in }
+        } catch {
+            throw CLIError(error)
+        }
+        let reranking = Ledger(priority: reranked)
+        for (i, e) in events.enumerated() { reranking.apply(e, at: Int64(i)) }
+        let rerankedRows = try ShardReader(directory: live).totals()
+        let followsNewOrder = rerankedRows == reranking.allTotals()
+        say("\n5. Re-ranked the sources (\(reranked.fingerprint)): daybook diff said \(changed) of \(after.count) rows would change;")
+        say("   daybook rebuild built \(live)/\(swapped.generation) beside the live shards and swapped it in: totals now follow the new order (\(followsNewOrder ? "== rollup under it" : "DIFFERENT from rollup under it")).")
+        let ana = rerankedRows.first { $0.key.user == "ana" && $0.key.metric == .steps }
+        if let ana, let old = after.first(where: { $0.key == ana.key }) {
+            say("   ana's steps on \(ana.key.day): \(describe(old)) with the watch first, \(describe(ana)) with the phone first.")
+        }
         say("\nDone in \(String(format: "%.1f", clock.elapsed)) s. Inspect with: daybook totals --data \(live) --user ana --metric steps")
-        return identical && matchesRollup ? ExitCode.ok : ExitCode.software
+        return identical && matchesRollup && followsNewOrder ? ExitCode.ok : ExitCode.software
+    }
+
+    /// A temporary rebuild up to the live offsets, compared row by row (`verify`, `diff`).
+    private static func shadowCompare(_ request: RebuildRequest, access: LogAccess, logger: Logger,
+                                      differ: @escaping (DayTotal, DayTotal) -> Bool = { $0 != $1 },
+                                      _ report: @escaping (RowDifference) -> Void) throws -> ShadowBuild.Outcome {
+        do {
+            return try ShadowBuild(request: request, access: access, logger: logger)
+                .run(shouldStop: { Shutdown.isRequested }, progress: { _ in }) { _, live, rebuilt in
+                    try compareRows(try live.rows(), try rebuilt.rows(), differ: differ, report)
+                }
+        } catch {
+            throw CLIError(error)
+        }
     }
 
     private static func project(_ config: DaybookConfiguration, into dir: String, recordChanges: Bool) throws -> ProjectorSummary {
