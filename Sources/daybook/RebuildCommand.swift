@@ -36,6 +36,14 @@ enum RebuildOptions {
         Logger(label: command, level: arguments.has("--verbose") ? .info : .warning)
     }
 
+    /// Partitions and their offsets, each one when there are few (or with --verbose).
+    static func describe(_ offsets: [Int32: Int64], verbose: Bool) -> String {
+        guard verbose || offsets.count <= 8 else {
+            return "offsets of \(offsets.count) partitions summing to \(offsets.values.reduce(0, +)); --verbose lists each"
+        }
+        return offsets.sorted { $0.key < $1.key }.map { "p\($0.key):\($0.value)" }.joined(separator: " ")
+    }
+
     /// The data directory must exist for commands that compare with it.
     static func requireData(_ path: String) throws {
         var isDirectory: ObjCBool = false
@@ -99,7 +107,7 @@ enum RebuildCommand: Subcommand {
             throw CLIError(error)
         }
         reporter.finish()
-        let offsets = summary.offsets.sorted { $0.key < $1.key }.map { "p\($0.key):\($0.value)" }.joined(separator: " ")
+        let offsets = RebuildOptions.describe(summary.offsets, verbose: arguments.has("--verbose"))
         var text = "rebuild: swapped in \(request.dataDirectory)/\(summary.generation) under priority \(request.priority.fingerprint)"
         text += "\(summary.resumed ? " (carried on from an interrupted run)" : ""): \(summary.offsets.count) partition\(summary.offsets.count == 1 ? "" : "s") [\(offsets)], "
         text += "\(summary.applied) events applied, \(summary.deadLetters) dead letters, in \(String(format: "%.2f", summary.seconds)) s"
@@ -152,7 +160,7 @@ enum VerifyCommand: Subcommand {
             out.line("DIFFERS \(TerminalText.escaped(d.key.description)): live \(CompareRun.describe(d.live)) · rebuilt \(CompareRun.describe(d.rebuilt))")
         }
         out.flush()
-        let offsets = outcome.offsets.sorted { $0.key < $1.key }.map { "p\($0.key):\($0.value)" }.joined(separator: " ")
+        let offsets = RebuildOptions.describe(outcome.offsets, verbose: arguments.has("--verbose"))
         if differences > 0 {
             printError("verify: \(differences) of \(outcome.rows) rows differ from a rebuild of the log [\(offsets)]. Repair: stop the projector and daybook replay --from-offset 0 --partition \(damaged.sorted().map(String.init).joined(separator: ",")), or daybook rebuild")
             return 1

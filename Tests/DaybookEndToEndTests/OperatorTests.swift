@@ -59,7 +59,8 @@ import Testing
         return try check()
     }
 
-    @Test(.timeLimit(.minutes(4))) func aRebuildUnderANewOrderSwapsAtomicallyUnderARunningProjector() throws {
+    @Test(.timeLimit(.minutes(4)), arguments: [["--solo"], ["--group", "operators-rebuild"]])
+    func aRebuildUnderANewOrderSwapsAtomicallyUnderARunningProjector(mode: [String]) throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "4"])
         let lines = try ProjectorTests.log(samples: 12_000, users: 8, seed: 31)
         try publish(lines, to: broker)
@@ -69,7 +70,7 @@ import Testing
         let new = try Self.rollup(lines, config: newConfig)
         #expect(Set(old).subtracting(new).count > 20, "the new order must change many rows")
 
-        let projector = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--verbose"])
+        let projector = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--verbose"] + mode)
         #expect(Self.eventually(60) { Self.poll(dir) == old }, "\(projector.stderr.suffix(500))")
 
         // Readers poll all the while: each answer is the whole old or the whole new projection.
