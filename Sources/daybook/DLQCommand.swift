@@ -48,7 +48,8 @@ enum DLQCommand: Subcommand {
     'daybook publish' (the same --config settings), waits for every delivery report, and
     then marks each delivered dead letter replayed in its shard: when, and where the event
     landed. A republished event is a new message in the log, at its new position; the
-    projector applies it like any other. Dead letters already replayed are skipped, by name.
+    projector applies it like any other. Dead letters already replayed are skipped (and
+    named, when a line of --fix or an --id names them).
       Without --fix, every pending dead letter (or those of --id) is republished with its
       payload as it is: after a validation bug was fixed, or for events a producer keyed
       by someone else (they are now keyed by their user). Each payload must pass today's
@@ -61,7 +62,7 @@ enum DLQCommand: Subcommand {
       the format of topics/README.md, published exactly as written (keyed by its "user").
       No other member is accepted, and an ID may appear once. Every line is checked before
       anything is published: an invalid event, or an ID that is no dead letter of the
-      topic, is reported as 'line N: field: reason' and nothing is published (exit 65).
+      topic, is reported as 'FILE: line N: field: reason' and nothing is published (exit 65).
       --id restricts either way: lines of FILE for other IDs are left out.
     --dry-run checks all of it and prints what would be published, without connecting to
     Kafka or marking anything.
