@@ -46,10 +46,12 @@ public final class Database {
     public internal(set) var rowsRead = 0
 
     /// Opens (or creates, with mode 0600) `path`.
-    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
+    /// - Parameter create: false to open only an existing file (writable or not); a missing
+    ///   one fails with `SQLITE_CANTOPEN` instead of becoming an empty database.
+    public init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
         _ = Database.configured
         self.path = path
-        if !readOnly, !FileManager.default.fileExists(atPath: path) {
+        if !readOnly, create, !FileManager.default.fileExists(atPath: path) {
             // Create the file ourselves so it is private from the first byte; SQLite gives
             // its -wal and -shm files the same mode.
             let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
@@ -58,7 +60,7 @@ public final class Database {
             }
             close(fd)
         }
-        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let flags = readOnly ? SQLITE_OPEN_READONLY : create ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READWRITE
         let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -134,6 +136,11 @@ public final class Database {
         while try read.step() { applied.insert(read.text(0)) }
         for migration in migrations where !applied.contains(migration.name) {
             try inTransaction {
+                // Another connection may have applied it since the read above (`dlq replay`
+                // applies the dead-letter migration to a shard a projector is opening).
+                let done = try statement("SELECT 1 FROM schema_migrations WHERE name = ?")
+                try done.bind(1, migration.name)
+                if try done.firstRow({ _ in true }) ?? false { return .rollback }
                 try execute(migration.sql)
                 let record = try statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
                 try record.bind(1, migration.name)

@@ -77,6 +77,15 @@ public final class Shard {
         INSERT OR REPLACE INTO meta (key, value)
           SELECT 'max_span_ns', CAST(coalesce(max(end_ns - start_ns), 0) AS TEXT) FROM entries;
         """),
+        // `daybook dlq replay` records here when (and where) it republished a dead letter's
+        // repaired event; NULL while the dead letter waits. It writes these columns through a
+        // connection of its own while a projector may hold the shard, and applies this
+        // migration itself on a shard no projector has opened since (`DeadLetterMarks`).
+        (DeadLetterMarks.migrationName, """
+        ALTER TABLE dead_letters ADD COLUMN replayed_at TEXT;
+        ALTER TABLE dead_letters ADD COLUMN replayed_partition INTEGER;
+        ALTER TABLE dead_letters ADD COLUMN replayed_offset INTEGER;
+        """),
     ]
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.

@@ -17,7 +17,7 @@ public struct ShardReader: Sendable {
     /// Opens `path` read-only, refusing a file that is not a shard (not SQLite, damaged,
     /// or a database without the shard's tables) with a `ShardError` that names it; nil for
     /// a shard a projector is creating right now (no tables yet: nothing to read).
-    private func open(_ path: String) throws -> Database? {
+    func open(_ path: String) throws -> Database? {
         let advice = "Move it out of \(directory) (the projector rebuilds a missing shard from the log)."
         do {
             let db = try Database(path: path, readOnly: true)

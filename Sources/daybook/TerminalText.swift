@@ -26,6 +26,23 @@ enum TerminalText {
         return String(out)
     }
 
+    /// Bytes from the log (a message key or payload) for a terminal: UTF-8 text escaped as
+    /// `escaped(_:)` does; bytes that are not UTF-8 make every byte outside printable
+    /// ASCII show as `\x{FF}` (never replaced by U+FFFD: two different keys must not look
+    /// the same).
+    static func escaped(bytes: [UInt8]) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return escaped(text) }
+        var out = ""
+        for b in bytes {
+            if (0x20...0x7E).contains(b) {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                out += "\\x{\(String(b, radix: 16, uppercase: true))}"
+            }
+        }
+        return out
+    }
+
     /// One CSV field (RFC 4180): control characters escaped as above (so a field never
     /// holds a line break), then quoted, with quotes doubled, when it holds `,` or `"`.
     static func csvField(_ s: String) -> String {
