@@ -122,4 +122,59 @@ import Testing
         #expect(store.entries == untampered, "edited \(edited.uuid), removed \(removed?.uuid ?? "-") (seed \(seed))")
         #expect(rows.values.sorted { $0.key < $1.key } == expected, "edited \(edited.uuid), removed \(removed?.uuid ?? "-") (seed \(seed))")
     }
+
+    /// What a re-read cannot repair, as README's "Replay" says. Watch 600 over 09:00–10:00 is
+    /// deleted (and re-sent later, which the log ignores); phone 900 over 09:30–10:30 keeps
+    /// all of 2024-05-06: 900. With the watch alive it would be 600 + 450 = 1050.
+    @Test func whatARereadCannotRepair() throws {
+        let watch = added("w", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        let phone = added("p", "phone", "2024-05-06T09:30:00Z", "2024-05-06T10:30:00Z", 900, zone: "UTC")
+        let later = added("q", "phone", "2024-05-07T09:00:00Z", "2024-05-07T10:00:00Z", 100, zone: "UTC")
+        let events: [Event] = [watch, phone, deleted("w"), watch, later]
+        let may6 = DayKey(user: "ana", metric: .steps, day: CivilDay("2024-05-06")!)
+        func value(_ rows: [DayKey: DayTotal]) -> Double? {
+            if case .cumulative(let v, _)? = rows[may6]?.summary { return v }
+            return nil
+        }
+        func projected() throws -> (Store, Ledger, [DayKey: DayTotal]) {
+            let (rows, store, ledger) = try CachedLedgerTests.projected(events, seed: 3) { _ in 0 }
+            #expect(value(Self.keyed(rows)) == 900)
+            return (store, ledger, Self.keyed(rows))
+        }
+
+        // A row on a day no re-read event covers stays as edited.
+        do {
+            let (store, ledger, projectedRows) = try projected()
+            var rows = projectedRows
+            rows[may6] = DayTotal(key: may6, summary: .cumulative(value: 1, sources: []))
+            _ = try Self.reread(events, from: 4, ledger: ledger, store: store, rows: &rows, seed: 3)
+            #expect(value(rows) == 1)
+            _ = try Self.reread(events, from: 1, ledger: ledger, store: store, rows: &rows, seed: 3)
+            #expect(value(rows) == 900)
+        }
+        // A sample inserted by hand with a uuid the log never had stays, and counts in every
+        // recomputed day it overlaps (manual 50 over 11:00–12:00: 950).
+        do {
+            let (store, ledger, projectedRows) = try projected()
+            var rows = projectedRows
+            guard case .sampleAdded(let foreign) = added("x", "manual", "2024-05-06T11:00:00Z", "2024-05-06T12:00:00Z", 50, zone: "UTC") else { return }
+            store.entries["ana"]?["x"] = .live(foreign, seq: 99)
+            _ = try Self.reread(events, from: 0, ledger: ledger, store: store, rows: &rows, seed: 3)
+            #expect(value(rows) == 950)
+            #expect(store.entries["ana"]?["x"] != nil)
+        }
+        // A tombstone removed by hand comes back if its deletion is re-read; re-reading only
+        // the later re-send brings the deleted sample back to life.
+        do {
+            let (store, ledger, projectedRows) = try projected()
+            var rows = projectedRows
+            store.entries["ana"]?["w"] = nil
+            _ = try Self.reread(events, from: 3, ledger: ledger, store: store, rows: &rows, seed: 3)
+            #expect(value(rows) == 1_050)
+            guard case .live? = store.entries["ana"]?["w"] else { Issue.record("the re-send was not applied"); return }
+            _ = try Self.reread(events, from: 2, ledger: ledger, store: store, rows: &rows, seed: 3)
+            #expect(value(rows) == 900)
+            #expect(store.entries["ana"]?["w"] == .tombstoned)
+        }
+    }
 }
