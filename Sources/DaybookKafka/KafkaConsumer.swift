@@ -143,7 +143,7 @@ public final class KafkaConsumer {
 
     /// The first message of `tp` at or after `offset`: its offset and timestamp (ms since
     /// 1970, -1 when it has none); nil when the partition has none before its end. Read on
-    /// its own, outside what `poll` returns.
+    /// its own, outside what `poll` returns: not for a partition this consumer reads.
     public func firstMessage(_ tp: TopicPartition, from offset: Int64,
                              timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
         try core.firstMessage(tp, from: offset, timeoutMilliseconds: timeoutMilliseconds)
