@@ -133,6 +133,82 @@ public final class KafkaConsumer {
         try core.client.watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// For each partition, the earliest offset whose message timestamp (ms since 1970) is at
+    /// or after `milliseconds`, from the brokers' time index (librdkafka's
+    /// `rd_kafka_offsets_for_times`); nil where the broker says no message is that late.
+    public func offsetsForTimes(_ partitions: [TopicPartition], milliseconds: Int64,
+                                timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> [TopicPartition: Int64?] {
+        try core.client.offsetsForTimes(partitions, milliseconds: milliseconds, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The first message of `tp` at or after `offset`: its offset and timestamp (ms since
+    /// 1970, -1 when it has none); nil when the partition has none before its end. Read on
+    /// its own, outside what `poll` returns: not for a partition this consumer reads.
+    public func firstMessage(_ tp: TopicPartition, from offset: Int64,
+                             timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
+        try core.firstMessage(tp, from: offset, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Where a partition's messages from a moment on start.
+    public struct TimeOffset: Sendable, Equatable {
+        /// The earliest offset whose message's timestamp is at or after the moment; nil when
+        /// no message is that late (start at the end: nothing to read).
+        public var offset: Int64?
+        /// The brokers' time index found nothing although the log has a message that late, so
+        /// the offset was found by reading message timestamps (librdkafka's mock cluster,
+        /// behind `daybook broker`, keeps no time index and answers "none" to every lookup).
+        public var byReading: Bool
+
+        public init(offset: Int64?, byReading: Bool) {
+            self.offset = offset
+            self.byReading = byReading
+        }
+    }
+
+    /// `offsetsForTimes`, checked against the log where the index finds nothing: if the
+    /// partition's last message is that late after all, the offset is found by a binary
+    /// search over message timestamps, which assumes they do not decrease along the
+    /// partition (true of one producer's CreateTime, and of LogAppendTime). About log2(n)
+    /// single-message reads per such partition, one for a partition that is consistent.
+    public func offsets(atOrAfter milliseconds: Int64, in partitions: [TopicPartition],
+                        timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> [TopicPartition: TimeOffset] {
+        let indexed = try offsetsForTimes(partitions, milliseconds: milliseconds, timeoutMilliseconds: timeoutMilliseconds)
+        var out: [TopicPartition: TimeOffset] = [:]
+        for tp in partitions {
+            if case .some(.some(let offset)) = indexed[tp] {
+                out[tp] = TimeOffset(offset: offset, byReading: false)
+                continue
+            }
+            let found = try searchByReading(tp, atOrAfter: milliseconds, timeoutMilliseconds: timeoutMilliseconds)
+            out[tp] = TimeOffset(offset: found, byReading: found != nil)
+        }
+        return out
+    }
+
+    /// The first offset of `tp` whose message is at or after `milliseconds`, by reading
+    /// messages (binary search; timestamps assumed not to decrease); nil when none is.
+    private func searchByReading(_ tp: TopicPartition, atOrAfter milliseconds: Int64,
+                                 timeoutMilliseconds: Int32) throws(KafkaError) -> Int64? {
+        let (low, high) = try watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
+        guard low < high else { return nil }
+        // The last message first: when it is earlier, so is every message (the usual answer).
+        if let last = try firstMessage(tp, from: high - 1, timeoutMilliseconds: timeoutMilliseconds), last.timestamp < milliseconds {
+            return nil
+        }
+        var lo = low, hi = high
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            guard let (offset, timestamp) = try firstMessage(tp, from: mid, timeoutMilliseconds: timeoutMilliseconds), offset < hi else {
+                hi = mid // nothing in mid..<hi
+                continue
+            }
+            if timestamp >= milliseconds { hi = offset } else { lo = offset + 1 }
+        }
+        guard lo < high else { return nil }
+        // Where the next message really is (offsets without messages: transaction markers).
+        return try firstMessage(tp, from: lo, timeoutMilliseconds: timeoutMilliseconds)?.offset
+    }
+
     /// The high watermark last seen in a fetch (free; may lag behind the broker).
     public func cachedHighWatermark(_ tp: TopicPartition) -> Int64? { core.cachedHighWatermark(tp) }
 

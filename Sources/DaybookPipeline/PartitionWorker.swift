@@ -29,6 +29,10 @@ final class PartitionWorker {
         partition = TopicPartition(shard.topic, shard.partition)
     }
 
+    /// The next offset to apply; while re-reading, the next one to re-read (below the
+    /// shard's): what progress and lag count from.
+    var position: Int64 { min(rereadFrom ?? shard.nextOffset, shard.nextOffset) }
+
     var isCaughtUp: Bool {
         if let stopOffset, shard.nextOffset >= stopOffset { return true }
         return endOffset.map { shard.nextOffset >= $0 } ?? false
@@ -86,6 +90,7 @@ final class PartitionWorker {
             }
         }
         let result = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, last.offset + 1))
+        if let rereading = rereadFrom { rereadFrom = max(rereading, last.offset + 1) } // re-read once, even if redelivered
         outcome.applied = result.applied
         outcome.deadLetters = deadLetters.count
         outcome.rowsChanged = result.rows.count

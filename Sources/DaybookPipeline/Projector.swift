@@ -50,7 +50,8 @@ public struct ProjectorProgress: Sendable {
     public var applied: Int
     public var deadLetters: Int
     public var eventsPerSecond: Double
-    /// Per assigned partition: (partition, next offset in the shard, end of the log if known).
+    /// Per assigned partition: (partition, next offset to apply — below the shard's while
+    /// re-reading — end of the log if known).
     public var partitions: [(partition: Int32, next: Int64, end: Int64?)]
     /// Set while a group member has no partitions yet: what it is waiting for.
     public var waiting: String?
@@ -621,7 +622,7 @@ public final class Projector: RebalanceHandler {
             let w = workers[p]!
             // The end seen in the last fetch, else at the last end of partition, else when the
             // partition was started: never "lag 0" only because no fetch has answered yet.
-            return (p, w.shard.nextOffset, consumer.cachedHighWatermark(w.partition) ?? w.endOffset ?? highAtStart[p])
+            return (p, w.position, consumer.cachedHighWatermark(w.partition) ?? w.endOffset ?? highAtStart[p])
         }
         var progress = ProjectorProgress(applied: summary.applied, deadLetters: summary.deadLetters, eventsPerSecond: rate, partitions: parts)
         if !options.solo, !hasAssignment || !held.isEmpty {

@@ -17,6 +17,8 @@ struct ParsedArguments {
     var flags: Set<String> = []
 
     func value(_ name: String) -> String? { values[name]?.last }
+    /// Every value of an option given more than once (`--partition 1 --partition 3`), in order.
+    func all(_ name: String) -> [String] { values[name] ?? [] }
     func has(_ flag: String) -> Bool { flags.contains(flag) }
 
     /// The `--topic` value, checked against Kafka's rule for topic names, or `fallback`.

@@ -128,7 +128,7 @@ import Testing
         let help = try Daybook.run(["help"])
         let commands = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "COMMANDS:" }.dropFirst()
             .prefix { !$0.isEmpty }.compactMap { $0.split(separator: " ").first.map(String.init) }
-        #expect(commands.count >= 12 && commands.contains("rebuild") && commands.contains("verify") && commands.contains("dlq"), "\(help.stdout)")
+        #expect(commands.count >= 12 && commands.contains("rebuild") && commands.contains("verify") && commands.contains("dlq") && commands.contains("replay"), "\(help.stdout)")
         for command in commands {
             let r = try Daybook.run([command, "--help"])
             #expect(r.status == 0)

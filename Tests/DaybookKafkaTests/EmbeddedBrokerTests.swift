@@ -270,6 +270,51 @@ import Testing
         consumer.close()
     }
 
+    /// Kafka's time index as `daybook replay --from-time` uses it. The mock cluster answers
+    /// every lookup by timestamp with "none" (its ListOffsets handler has no time index), so
+    /// the answer is checked against the log and found by reading message timestamps.
+    @Test func offsetsByTimeFindTheFirstMessageOfALaterWave() throws {
+        let broker = try Self.broker(partitions: 3)
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
+        try Self.publish(producer, count: 30)
+        try producer.flush(timeoutMilliseconds: 30_000)
+        Thread.sleep(forTimeInterval: 0.05)
+        let between = Int64(Date().timeIntervalSince1970 * 1_000)
+        Thread.sleep(forTimeInterval: 0.05)
+        try Self.publish(producer, count: 30, from: 30)
+        try producer.flush(timeoutMilliseconds: 30_000)
+
+        // Where each partition's second wave starts, from what it holds.
+        let messages = try Self.readAll(broker, partitions: 3)
+        var firstLate: [Int32: Int64] = [:]
+        for m in messages where Int(String(decoding: m.value, as: UTF8.self).split(separator: ":")[1])! >= 30 {
+            firstLate[m.topicPartition.partition] = min(firstLate[m.topicPartition.partition] ?? .max, m.offset)
+        }
+        #expect(firstLate.count == 3)
+
+        // Short fetch waits: each message read waits for the fetch in flight before it.
+        let connection = KafkaConnection(bootstrapServers: broker.bootstrapServers, properties: ["fetch.wait.max.ms": "10"])
+        let consumer = try KafkaConsumer(connection: connection, configuration: ConsumerConfiguration(), logger: .silent)
+        defer { consumer.close() }
+        let all = (0..<Int32(3)).map { TopicPartition(Self.topic, $0) }
+        let indexed = try consumer.offsetsForTimes(all, milliseconds: between)
+        #expect(indexed.count == 3 && indexed.values.allSatisfy { $0 == nil }, "the mock cluster learned to look up timestamps: \(indexed)")
+
+        let found = try consumer.offsets(atOrAfter: between, in: all)
+        for tp in all {
+            #expect(found[tp] == KafkaConsumer.TimeOffset(offset: firstLate[tp.partition], byReading: true), "\(tp)")
+        }
+        // Before everything: the first offset; after everything: none, without a search.
+        let start = try consumer.offsets(atOrAfter: 0, in: all)
+        #expect(all.allSatisfy { start[$0]?.offset == 0 })
+        let future = try consumer.offsets(atOrAfter: between + 3_600_000, in: all)
+        #expect(all.allSatisfy { future[$0] == KafkaConsumer.TimeOffset(offset: nil, byReading: false) })
+        // One message read back on its own, with its timestamp.
+        let first = try consumer.firstMessage(all[0], from: 0)
+        #expect(first?.offset == 0 && (first?.timestamp ?? 0) < between)
+        #expect(try consumer.firstMessage(all[0], from: try consumer.watermarks(all[0]).high) == nil)
+    }
+
     @Test func adminFindsTopicsThatExist() throws {
         let broker = try Self.broker(partitions: 5)
         let admin = try KafkaAdmin(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent)

@@ -97,6 +97,29 @@ final class RDKafkaClient {
         return (low, high)
     }
 
+    /// For each partition, the earliest offset whose message timestamp is at or after
+    /// `milliseconds` (since 1970), from the brokers' time index (ListOffsets by timestamp);
+    /// nil where the broker says no message is that late.
+    func offsetsForTimes(_ partitions: [TopicPartition], milliseconds: Int64,
+                         timeoutMilliseconds: Int32) throws(KafkaError) -> [TopicPartition: Int64?] {
+        let list = PartitionList.make(partitions, offsets: Dictionary(uniqueKeysWithValues: partitions.map { ($0, milliseconds) }))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_offsets_for_times(handle, list, Int32(timeoutMilliseconds))
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw RDKafkaClient.error(code, "looking up offsets by time in \(partitions.map(\.description).joined(separator: ", "))", kind: .broker)
+        }
+        var out: [TopicPartition: Int64?] = [:]
+        for i in 0..<Int(list.pointee.cnt) {
+            let e = list.pointee.elems[i]
+            let tp = TopicPartition(String(cString: e.topic), e.partition)
+            guard e.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw RDKafkaClient.error(e.err, "looking up offsets by time in \(tp)", kind: .broker)
+            }
+            out[tp] = e.offset >= 0 ? .some(e.offset) : .some(nil)
+        }
+        return out
+    }
+
     /// The cluster's id as its brokers report it (KRaft and ZooKeeper clusters have one;
     /// nil when the cluster does not say or cannot be reached within the timeout).
     func clusterID(timeoutMilliseconds: Int32) -> String? {

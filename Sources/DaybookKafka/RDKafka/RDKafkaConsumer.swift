@@ -213,6 +213,41 @@ final class RDKafkaConsumer {
         return high
     }
 
+    /// The first message of `tp` at or after `offset`: its offset and timestamp (ms since
+    /// 1970; -1 when it carries none), read with the simple consumer outside the consumer's
+    /// queue; nil when there is none before the end of the partition.
+    func firstMessage(_ tp: TopicPartition, from offset: Int64, timeoutMilliseconds: Int32) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
+        guard let rkt = rd_kafka_topic_new(client.handle, tp.topic, nil) else {
+            throw RDKafkaClient.error(rd_kafka_last_error(), "opening topic \(tp.topic)", kind: .topic)
+        }
+        defer { rd_kafka_topic_destroy(rkt) }
+        guard rd_kafka_consume_start(rkt, tp.partition, offset) == 0 else {
+            throw RDKafkaClient.error(rd_kafka_last_error(), "reading \(tp) at offset \(offset)", kind: .broker)
+        }
+        defer { rd_kafka_consume_stop(rkt, tp.partition) }
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeoutMilliseconds))
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else {
+                throw KafkaError(.timedOut, "reading \(tp) at offset \(offset): no answer within \(timeoutMilliseconds) ms")
+            }
+            let wait = Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            guard let message = rd_kafka_consume(rkt, tp.partition, wait) else { continue }
+            defer { rd_kafka_message_destroy(message) }
+            let m = message.pointee
+            if m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+            if m.err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || m.err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE {
+                throw RDKafkaClient.error(m.err, "reading \(tp) at offset \(offset): outside the log", kind: .broker)
+            }
+            if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                // Transient (a broker reconnecting): librdkafka retries; wait for the message.
+                continue
+            }
+            var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+            return (m.offset, rd_kafka_message_timestamp(message, &type))
+        }
+    }
+
     /// Leaves the group (revoking partitions through the rebalance handler).
     func close() {
         guard !closed else { return }
