@@ -41,6 +41,10 @@ public struct ProjectorOptions: Sendable {
     /// Forward dead letters to the DLQ topic. A rebuild meets the dead letters the live
     /// projector already forwarded, so it does not. Default: true.
     public var forwardDeadLetters = true
+    /// Move to the shards of a generation a rebuild swaps in (a projector). When false the
+    /// run stops instead (`replay`: its re-reading belongs to the shards it started on).
+    /// Default: true.
+    public var followGenerations = true
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -380,6 +384,9 @@ public final class Projector: RebalanceHandler {
     /// committed with its changes, so nothing is lost or applied twice across the move.
     private func followManifest() throws {
         guard DataLayout.currentStamp(options.dataDirectory) != layout.stamp else { return }
+        guard options.followGenerations else {
+            throw ProjectorError(kind: .interrupted, message: "a rebuild swapped in a new generation of shards in \(options.dataDirectory) meanwhile; this run worked on the previous one and stopped. The new shards were built from the log: run verify, and rerun this command if it is still needed")
+        }
         let new = try DataLayout.read(options.dataDirectory)
         let old = layout
         layout = new

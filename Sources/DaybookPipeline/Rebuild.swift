@@ -134,7 +134,8 @@ public final class Rebuilder {
             throw ProjectorError(kind: .interrupted, message: "stopped before the new shards caught up; the live projection is untouched and \(stagingPath) is kept: rerun the same command to carry on")
         }
 
-        // The live projector has forwarded the dead letters below its offsets already.
+        // The live projector has forwarded the dead letters below its offsets already, and
+        // `dlq replay` may have republished some.
         let liveNow = try reader.offsets(topic: request.topic)
         var offsets: [Int32: Int64] = [:]
         var shards: [String: String] = [:]
@@ -146,7 +147,7 @@ public final class Rebuilder {
             guard let partition = Shard.partition(ofFile: name, topic: request.topic) else { continue }
             let shard = try Shard(path: stagingPath + "/" + name, topic: request.topic, partition: partition,
                                   fingerprint: request.priority.fingerprint, lockTimeout: .seconds(5))
-            if let liveOffset = liveNow[partition]?.nextOffset { try shard.markDeadLettersForwarded(below: liveOffset) }
+            if let live = liveNow[partition] { try shard.adoptDeadLetterStatus(fromShardAt: live.path, below: live.nextOffset) }
             offsets[partition] = shard.nextOffset
             shards[name] = stagingName
         }

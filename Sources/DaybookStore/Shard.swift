@@ -445,13 +445,34 @@ public final class Shard {
         }
     }
 
-    /// Marks the dead letters below `offset` forwarded: a rebuild meets again the poison
-    /// messages the live projector has already forwarded to the DLQ topic.
-    public func markDeadLettersForwarded(below offset: Int64) throws {
+    /// Takes over what happened to the dead letters of the live shard at `livePath` (a
+    /// rebuild meets the same poison messages again): those below `offset` were forwarded to
+    /// the DLQ topic by the live projector, and the ones `dlq replay` republished stay
+    /// marked replayed, with where they went.
+    public func adoptDeadLetterStatus(fromShardAt livePath: String, below offset: Int64) throws {
         try database.inTransaction {
             let mark = try database.statement("UPDATE dead_letters SET forwarded = 1 WHERE offset < ? AND forwarded = 0")
             try mark.bind(1, offset)
             try mark.run()
+            return .commit
+        }
+        guard FileManager.default.fileExists(atPath: livePath) else { return } // ATTACH would create it
+        // ATTACH runs outside a transaction; the live file is only read (a projector may be
+        // writing it: SQLite's locks keep that safe).
+        let attach = try database.statement("ATTACH DATABASE ? AS live")
+        try attach.bind(1, livePath)
+        try attach.run()
+        defer { try? database.execute("DETACH DATABASE live") }
+        let columns = try database.statement("SELECT count(*) FROM pragma_table_info('dead_letters', 'live') WHERE name = 'replayed_at'")
+        guard try columns.firstRow({ $0.int64(0) }) == 1 else { return } // a live shard from before dead-letter replays
+        try database.inTransaction {
+            try database.execute("""
+                UPDATE main.dead_letters SET replayed_at = l.replayed_at, replayed_partition = l.replayed_partition,
+                  replayed_offset = l.replayed_offset
+                FROM live.dead_letters AS l
+                WHERE l.topic = main.dead_letters.topic AND l.partition = main.dead_letters.partition
+                  AND l.offset = main.dead_letters.offset AND l.replayed_at IS NOT NULL
+                """)
             return .commit
         }
     }

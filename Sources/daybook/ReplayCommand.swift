@@ -217,19 +217,19 @@ enum ReplayCommand: Subcommand {
         options.connectTimeout = connectTimeout
         options.topic = topic
         options.cacheBytes = config.cacheMegabytes << 20
+        options.followGenerations = false
         let summary: ProjectorSummary
         var reporter = ProgressReporter()
         do {
             let projector = try Projector(connection: config.connection, consumer: config.consumer, producer: config.producer,
                                           priority: config.priority, options: options, logger: logger)
             summary = try projector.run(shouldStop: { Shutdown.isRequested }) { progress in
-                let line = progress.line
-                reporter.update(line.hasPrefix("project:") ? "replay:" + line.dropFirst("project:".count) : line)
+                reporter.update(progress.line("replay"))
             }
         } catch {
             reporter.finish()
             var failure = CLIError(error)
-            if failure.code == ExitCode.tempFail {
+            if let e = error as? ProjectorError, e.shardKind == .locked {
                 // Shards are locked when opened, before anything is read.
                 failure.message += "\nreplay writes the live shards, and a shard has one writer: stop the projector for these partitions first, then run replay again (nothing was re-read or applied)."
             }

@@ -42,6 +42,32 @@ import Testing
         #expect(try reader.deadLetters(.init(partitions: [])).isEmpty)
     }
 
+    @Test func aRebuiltShardTakesOverForwardedAndReplayedMarksFromTheLiveOne() throws {
+        // The live shard: dead letters at 7, 40 and 41; 7 was republished by dlq replay.
+        let live = try shard(1, offsets: [7, 40, 41])
+        let livePath = live.path
+        _ = try DeadLetterMarks.markReplayed([.init(id: DeadLetterID(partition: 1, offset: 7), landedAt: DeadLetterID(partition: 1, offset: 90))],
+                                             topic: "health-samples", inShardAt: livePath)
+        // The rebuilt shard met the same three, and one more past the live offset.
+        let staging = scratch.path + "/gen-000001"
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        let rebuilt = try Shard(directory: staging, topic: "health-samples", partition: 1, fingerprint: "f")
+        var batch = Shard.Batch(nextOffset: 50)
+        batch.deadLetters = [7, 40, 41, 45].map { Self.letter($0) }
+        try rebuilt.commit(batch)
+        // The live projector is at offset 41: it forwarded 7 and 40, not yet 41 (nor 45).
+        try rebuilt.adoptDeadLetterStatus(fromShardAt: livePath, below: 41)
+        #expect(try rebuilt.unforwardedDeadLetters().map(\.letter.offset) == [41, 45])
+        let stagedReader = ShardReader(directory: staging)
+        #expect(try stagedReader.deadLetters().map(\.id.description) == ["1:40", "1:41", "1:45"])
+        let replayed = try stagedReader.deadLetters(.init(includeReplayed: true)).first { $0.id.offset == 7 }
+        #expect(replayed?.replay?.landedAt == DeadLetterID(partition: 1, offset: 90))
+        // A live shard that is gone (or from before dlq replay) leaves only the forwarded marks.
+        try rebuilt.adoptDeadLetterStatus(fromShardAt: scratch.path + "/nothing.sqlite", below: 50)
+        #expect(try rebuilt.unforwardedDeadLetters().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: scratch.path + "/nothing.sqlite"))
+    }
+
     @Test func markingRecordsWhenAndWhereOnceAndHidesThemFromTheDefaultList() throws {
         try shard(1, offsets: [7, 40, 41])
         let path = try reader.deadLetters()[0].shardPath
