@@ -157,7 +157,7 @@ import Testing
         _ = broker.stop()
     }
 
-    @Test(.timeLimit(.minutes(3))) func verifyNamesAHandEditedRowAndPassesAgainAfterARebuild() throws {
+    @Test(.timeLimit(.minutes(3))) func verifyNamesAHandEditedRowAndPassesAgainAfterAReplayOrARebuild() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "2"])
         let lines = try ProjectorTests.log(samples: 4_000, users: 4, seed: 34)
         try publish(lines, to: broker)
@@ -181,6 +181,15 @@ import Testing
         #expect(damaged.stdout.split(separator: "\n").count == 1)
         #expect(damaged.stderr.contains("--partition 1"))
 
+        // Repaired by re-reading the partition from offset 0 (projector stopped)…
+        let replay = try Daybook.run(["replay", "--brokers", broker.bootstrap, "--data", dir, "--from-offset", "0", "--partition", "1"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let replayed = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(replayed.status == 0, "\(replayed.stdout)\(replayed.stderr)")
+
+        // …or by rebuilding it.
+        _ = try Self.sql(shard, "UPDATE totals SET value = value + 1000 WHERE user = '\(key[0])' AND metric = 'steps' AND day = '\(key[2])'")
+        #expect(try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir]).status == 1)
         let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--partition", "1"])
         #expect(rebuild.status == 0, "\(rebuild.stderr)")
         let repaired = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
