@@ -65,31 +65,8 @@ public struct ShardReader: Sendable {
     }
 
     private func forEachRow(of db: Database, _ query: Query, ordered: Bool, _ body: (DayTotal) throws -> Void) throws {
-        var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
-        var binds: [String] = []
-        if let u = query.user { sql += " AND user = ?"; binds.append(u) }
-        if let m = query.metric { sql += " AND metric = ?"; binds.append(m.rawValue) }
-        if let f = query.from { sql += " AND day >= ?"; binds.append(f.description) }
-        if let t = query.to { sql += " AND day <= ?"; binds.append(t.description) }
-        if ordered { sql += " ORDER BY user, metric, day" }
-        let rows = try db.statement(sql)
-        for (i, b) in binds.enumerated() { try rows.bind(Int32(i + 1), b) }
-        let sources = try db.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
-        while try rows.step() {
-            guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else { continue }
-            let key = DayKey(user: rows.text(0), metric: metric, day: day)
-            if metric.isCumulative {
-                var shares: [SourceShare] = []
-                sources.reset()
-                try sources.bind(1, key.user)
-                try sources.bind(2, metric.rawValue)
-                try sources.bind(3, rows.text(2))
-                while try sources.step() { shares.append(SourceShare(source: sources.text(0), value: sources.double(1))) }
-                try body(DayTotal(key: key, summary: .cumulative(value: rows.double(3), sources: shares)))
-            } else {
-                try body(DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7)))))
-            }
-        }
+        let cursor = try TotalsCursor(database: db, query, ordered: ordered)
+        while let row = try cursor.next() { try body(row) }
     }
 
     /// Per shard: topic, partition, next offset and dead-letter count.
@@ -142,7 +119,7 @@ extension ShardReader {
 
         /// The shard's rows in (user, metric, day) order, pulled one at a time.
         public func rows() throws -> TotalsCursor {
-            try TotalsCursor(database: database)
+            try TotalsCursor(database: database, ordered: true)
         }
     }
 
@@ -165,22 +142,40 @@ extension ShardReader {
     }
 }
 
-/// Rows of one shard in (user, metric, day) order, one at a time (for merging two shards).
+/// Rows of one shard, one at a time (for merging two shards, or streaming them out).
 public final class TotalsCursor {
     private let rows: Statement?
     private let sources: Statement?
+    private let path: String
 
-    init(database: Database?) throws {
-        rows = try database?.statement("SELECT user, metric, day, value, min, max, avg, count FROM totals ORDER BY user, metric, day")
-        sources = try database?.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
+    /// The rows matching `query`, in (user, metric, day) order when `ordered`.
+    init(database: Database?, _ query: ShardReader.Query = .init(), ordered: Bool = true) throws {
+        path = database?.path ?? ""
+        guard let database else {
+            rows = nil
+            sources = nil
+            return
+        }
+        var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
+        var binds: [String] = []
+        if let u = query.user { sql += " AND user = ?"; binds.append(u) }
+        if let m = query.metric { sql += " AND metric = ?"; binds.append(m.rawValue) }
+        if let f = query.from { sql += " AND day >= ?"; binds.append(f.description) }
+        if let t = query.to { sql += " AND day <= ?"; binds.append(t.description) }
+        if ordered { sql += " ORDER BY user, metric, day" }
+        let rows = try database.statement(sql)
+        for (i, b) in binds.enumerated() { try rows.bind(Int32(i + 1), b) }
+        self.rows = rows
+        sources = try database.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
     }
 
     /// The next row, or nil at the end. A row whose metric or day this version cannot read
-    /// is returned as damaged (`ShardError.notAShard`), never skipped: a comparison must see it.
+    /// is an error naming the shard (`ShardError.notAShard`), never skipped: a comparison
+    /// or a reader must not miss it.
     public func next() throws -> DayTotal? {
         guard let rows, let sources, try rows.step() else { return nil }
         guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else {
-            throw Shard.ShardError(.notAShard, "a totals row has metric \(JSONWriter.quoted(rows.text(1))) and day \(JSONWriter.quoted(rows.text(2))), which are not a metric and a day")
+            throw Shard.ShardError(.notAShard, "\(path): a totals row has metric \(JSONWriter.quoted(rows.text(1))) and day \(JSONWriter.quoted(rows.text(2))), which are not a metric and a day (damaged, or written by a newer Daybook): rebuild the projection")
         }
         let key = DayKey(user: rows.text(0), metric: metric, day: day)
         guard metric.isCumulative else {
