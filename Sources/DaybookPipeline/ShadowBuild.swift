@@ -9,13 +9,16 @@ import Foundation
 /// (`.tmp-<pid>`, removed at the end; readers never list it), and hands each partition's
 /// live and temporary shards to a comparison as two snapshots at the same offset.
 ///
-/// A live shard that moved on meanwhile (a projector is running) is built further and
-/// compared again, a few rounds at most.
+/// The live shards are read in read transactions opened *before* the build: each one's
+/// offset and rows stay those of that moment while a running projector writes on (SQLite
+/// keeps a reader's snapshot; the projector's WAL grows meanwhile instead of being
+/// checkpointed past it). So one build compares exactly, however busy the log. Partitions
+/// are taken `groupSize` at a time, to bound open files.
 public final class ShadowBuild {
     private let request: RebuildRequest
     private let access: LogAccess
     private let logger: Logger
-    public static let rounds = 10
+    public static let groupSize = 128
 
     public init(request: RebuildRequest, access: LogAccess, logger: Logger) {
         self.request = request
@@ -33,7 +36,6 @@ public final class ShadowBuild {
         /// Partitions compared, with the offset they were compared at.
         public var offsets: [Int32: Int64] = [:]
         public var rows = 0
-        public var rounds = 0
     }
 
     /// Builds and compares; `compare` gets each partition's live and temporary snapshots
@@ -55,40 +57,40 @@ public final class ShadowBuild {
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let shadow = ShardReader(directory: temporary)
 
-        var targets = live.mapValues(\.nextOffset)
         var outcome = Outcome()
-        while !targets.isEmpty {
-            guard outcome.rounds < Self.rounds else {
-                throw ProjectorError(kind: .interrupted, message: "the live shards of partitions \(targets.keys.sorted().map(String.init).joined(separator: ", ")) kept moving for \(Self.rounds) rounds (a projector is applying a busy log); retry when it is quieter, or stop the projector for the comparison")
+        let partitions = live.keys.sorted()
+        for first in stride(from: 0, to: partitions.count, by: Self.groupSize) {
+            let group = partitions[first..<min(partitions.count, first + Self.groupSize)]
+            // The live side first: its snapshots fix the offsets to build to.
+            var snapshots: [Int32: ShardReader.Snapshot] = [:]
+            defer { snapshots.values.forEach { $0.end() } }
+            for partition in group {
+                guard let path = live[partition]?.path else { continue }
+                snapshots[partition] = try reader.snapshot(ofShardAt: path)
             }
-            outcome.rounds += 1
             var options = ProjectorOptions(dataDirectory: temporary)
             options.topic = request.topic
             options.solo = true
             options.untilCaughtUp = true
-            options.partitions = targets.keys.sorted()
-            options.stopOffsets = targets
+            options.partitions = Array(group)
+            options.stopOffsets = snapshots.mapValues(\.nextOffset)
             options.cacheBytes = request.cacheBytes
             options.connectTimeout = request.connectTimeout
             options.forwardDeadLetters = false
             let built = try build(options, shouldStop: shouldStop, progress: progress)
             guard built.caughtUp else {
-                throw ProjectorError(kind: .interrupted, message: "stopped before the temporary projection reached the live offsets; nothing was compared")
+                throw ProjectorError(kind: .interrupted, message: "stopped before the temporary projection reached the live offsets; the comparison is incomplete")
             }
-            for (partition, target) in targets.sorted(by: { $0.key < $1.key }) {
-                guard let path = live[partition]?.path else { continue }
-                let liveSnapshot = try reader.snapshot(ofShardAt: path)
-                defer { liveSnapshot.end() }
-                guard liveSnapshot.nextOffset == target else {
-                    logger.info("partition \(partition): the live shard moved from \(target) to \(liveSnapshot.nextOffset); building on")
-                    targets[partition] = liveSnapshot.nextOffset
-                    continue
-                }
+            for partition in group {
+                guard let liveSnapshot = snapshots[partition] else { continue }
                 let shadowSnapshot = try shadow.snapshot(ofShardAt: temporary + "/" + Shard.fileName(topic: request.topic, partition: partition))
                 defer { shadowSnapshot.end() }
+                guard shadowSnapshot.nextOffset == liveSnapshot.nextOffset || liveSnapshot.nextOffset == 0 else {
+                    throw ProjectorError(kind: .logMismatch, message: "partition \(partition): the log ended at offset \(shadowSnapshot.nextOffset), before the live shard's \(liveSnapshot.nextOffset); this is not the log the shard was built from")
+                }
                 outcome.rows += try compare(partition, liveSnapshot, shadowSnapshot)
-                outcome.offsets[partition] = target
-                targets[partition] = nil
+                outcome.offsets[partition] = liveSnapshot.nextOffset
+                liveSnapshot.end()
             }
         }
         return outcome

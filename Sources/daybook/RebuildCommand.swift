@@ -13,7 +13,7 @@ enum RebuildOptions {
         OptionSpec(name: "--partition", value: "P", help: "Only this partition (repeat, or P,Q). Default: all."),
         OptionSpec(name: "--topic", value: "T", help: "Topic (default health-samples)."),
         KafkaOptions.connectTimeout,
-        OptionSpec(name: "--verbose", value: nil, help: "Log shard openings and rounds."),
+        OptionSpec(name: "--verbose", value: nil, help: "Log shard openings."),
     ]
 
     static func request(_ arguments: ParsedArguments, command: String, priority: SourcePriority,
@@ -131,14 +131,15 @@ enum VerifyCommand: Subcommand {
     the end) exactly up to each live shard's offset, under the live projection's priority
     (the manifest's, or the one the shards record, which --config must then match), and
     compares every (user, metric, day) row — value and per-source shares — with the live
-    shard as of that same offset. A live shard that moved on meanwhile is built further and
-    compared again. Prints each differing row with both values; safe beside a running
-    projector; touches nothing live.
+    shard as of that same offset: the live shards are read in read transactions opened
+    before the build, so a running projector writes on without moving what is compared
+    (its WAL grows meanwhile). Prints each differing row with both values; touches
+    nothing live.
 
     EXIT CODES: 0 identical; 1 some rows differ (each printed); 64 usage; 66 DIR missing;
-    69 Kafka unreachable; 74 storage failure; 75 interrupted, or the live shards kept
-    moving; 76 the log does not hold what is needed; 78 --config's priority is not the
-    shards' (shards without a manifest).
+    69 Kafka unreachable; 74 storage failure; 75 interrupted (rerun); 76 the log does not
+    hold what is needed; 78 --config's priority is not the shards' (shards without a
+    manifest).
 
     EXAMPLE:
       daybook verify --brokers localhost:9092 --data /var/lib/daybook
@@ -211,7 +212,7 @@ enum DiffCommand: Subcommand {
 
     EXIT CODES: 0 done (whether or not rows would change; the count is on stderr); 64 usage
     (--config is required); 66 DIR missing; 69 Kafka unreachable; 74 storage failure; 75
-    interrupted, or the live shards kept moving; 76 the log does not hold what is needed;
+    interrupted (rerun); 76 the log does not hold what is needed;
     78 bad configuration.
 
     EXAMPLE:

@@ -201,6 +201,37 @@ import Testing
         _ = broker.stop()
     }
 
+    @Test(.timeLimit(.minutes(3))) func verifyBesideABusyProjectorComparesAtOneOffsetAndFindsNothing() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "3"])
+        let lines = try ProjectorTests.log(samples: 24_000, users: 12, seed: 36)
+        let first = lines.count / 3
+        try publish(Array(lines[..<first]), to: broker)
+        let dir = scratch.newPath("data")
+        let projector = try DaybookProcess(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo"])
+        // The rest arrives while verify runs: the live shards move under it.
+        let bootstrap = broker.bootstrap
+        let rest = Array(lines[first...])
+        let publisher = Thread {
+            for start in stride(from: 0, to: rest.count, by: 500) {
+                _ = try? Daybook.run(["publish", "--brokers", bootstrap, try Daybook.temporaryFile(rest[start..<min(rest.count, start + 500)].joined(separator: "\n") + "\n")])
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        #expect(Self.eventually(30) { Self.poll(dir)?.isEmpty == false })
+        publisher.start()
+        var verified = 0
+        while !publisher.isFinished {
+            let r = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+            #expect(r.status == 0, "\(r.stdout.prefix(600))\(r.stderr)")
+            verified += 1
+        }
+        #expect(verified >= 2)
+        #expect(Self.eventually(60) { Self.poll(dir) == (try? Self.rollup(lines)) }, "\(projector.stderr.suffix(500))")
+        projector.process.terminate()
+        #expect(projector.wait(seconds: 20) == 0)
+        _ = broker.stop()
+    }
+
     @Test(.timeLimit(.minutes(3))) func diffListsExactlyTheRowsWhoseRollupsDifferBetweenTheOrders() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "3"])
         let lines = try ProjectorTests.log(samples: 6_000, users: 6, seed: 35)
