@@ -24,6 +24,27 @@ public struct SourcePriority: Equatable, Sendable {
             .joined(separator: ";")
     }
 
+    /// The same ranking without the per-metric orders that repeat the default one
+    /// (`config/daybook.json` lists steps' order although it is the default).
+    public var canonical: SourcePriority {
+        SourcePriority(defaultOrder: defaultOrder, perMetric: perMetric.filter { $0.value != defaultOrder })
+    }
+
+    /// Whether two priorities rank every source of every metric alike.
+    public func ranksLike(_ other: SourcePriority) -> Bool { canonical == other.canonical }
+
+    /// Whether two fingerprints (as stored in shards) describe the same ranking.
+    public static func sameRanking(_ a: String, _ b: String) -> Bool {
+        canonicalFingerprint(a) == canonicalFingerprint(b)
+    }
+
+    static func canonicalFingerprint(_ fingerprint: String) -> String {
+        let parts = fingerprint.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, first.hasPrefix("default=") else { return fingerprint }
+        let order = first.dropFirst("default=".count)
+        return ([first] + parts.dropFirst().filter { $0.split(separator: "=", maxSplits: 1).dropFirst().first != order }).joined(separator: ";")
+    }
+
     /// True when `a` outranks `b` for `metric`.
     public func ranks(_ a: String, above b: String, for metric: Metric) -> Bool {
         let order = order(for: metric)

@@ -99,7 +99,7 @@ public final class KafkaConsumer {
 
     /// Reads partitions on its own — no group, no rebalancing — from the given offsets, with
     /// librdkafka's simple consumer, which fetches several times faster than `assign`.
-    /// `seek`, `pause` and `resume` do not apply to partitions read this way.
+    /// `seek` applies to partitions read this way; `pause` and `resume` do not.
     public func readDirectly(_ partitions: [TopicPartition], startingAt offsets: [TopicPartition: Int64]) throws(KafkaError) {
         try core.readDirectly(partitions, offsets: offsets)
     }

@@ -148,7 +148,7 @@ public final class Projector: RebalanceHandler {
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         layout = try DataLayout.read(options.dataDirectory)
-        if let built = layout.priority, built != priority {
+        if let built = layout.priority, !built.ranksLike(priority) {
             throw ProjectorError(kind: .shard, message: """
                 \(options.dataDirectory) holds a projection built under source priority \(built.fingerprint) (generation \
                 \(layout.generation), by daybook rebuild), not \(priority.fingerprint) as configured. Put that order in --config, \
@@ -360,10 +360,12 @@ public final class Projector: RebalanceHandler {
         Int32(clamping: d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000)
     }
 
-    /// With `catchUpTargets`: whether every partition has reached its target (asked at most
-    /// every 250 ms; a live projector's offsets only move forward).
+    /// With `catchUpTargets`: whether every partition has reached the end of the log as it
+    /// was when it started, and its target (asked at most every 250 ms; a live projector's
+    /// offsets only move forward). A log that keeps growing does not keep the run going.
     private func targetsMet() throws -> Bool {
         guard let targets = options.catchUpTargets else { return true }
+        guard workers.allSatisfy({ $0.value.isCaughtUp || $0.value.shard.nextOffset >= highAtStart[$0.key] ?? 0 }) else { return false }
         let now = ContinuousClock.now
         if let asked = targetsAsked, now - asked < .milliseconds(250) { return false }
         targetsAsked = now
@@ -373,7 +375,10 @@ public final class Projector: RebalanceHandler {
         } catch {
             throw classify(error)
         }
-        return wanted.allSatisfy { partition, offset in workers[partition].map { $0.shard.nextOffset >= offset } ?? true }
+        return workers.allSatisfy { partition, worker in
+            let next = worker.shard.nextOffset
+            return (worker.isCaughtUp || next >= highAtStart[partition] ?? 0) && next >= wanted[partition] ?? 0
+        }
     }
 
     // MARK: Generations
@@ -391,7 +396,7 @@ public final class Projector: RebalanceHandler {
         let old = layout
         layout = new
         let newPriority = new.priority ?? priority
-        let reprioritised = newPriority != priority
+        let reprioritised = !newPriority.ranksLike(priority)
         if reprioritised {
             logger.warning("generation \(new.generation) swapped in: projecting under source priority \(newPriority.fingerprint) (was \(priority.fingerprint))")
             priority = newPriority
@@ -401,8 +406,10 @@ public final class Projector: RebalanceHandler {
             let from = old.path(topic: options.topic, partition: partition)
             guard reprioritised || new.path(topic: options.topic, partition: partition) != from else { continue }
             workers[partition] = nil // closes the old shard and lets go of its lock
+            // (Its cluster is checked on opening; its offset against the log at the first
+            // batch, like any jump: a watermark round trip per partition here would stall the
+            // move for seconds at many partitions.)
             let worker = try openWorker(partition)
-            try checkLog(worker.shard)
             workers[partition] = worker
             offsets[worker.partition] = worker.shard.nextOffset
             resought[partition] = nil
@@ -411,10 +418,21 @@ public final class Projector: RebalanceHandler {
         }
         guard !offsets.isEmpty else { return }
         shareCache()
-        do {
-            try consumer.seek(offsets)
-        } catch {
-            throw ProjectorError(kind: .kafka, message: "seeking \(offsets.keys.sorted().map(\.description).joined(separator: ", ")) to the new shards: \(error)")
+        // A seek can time out on a busy broker; the shards are already the new ones, so try
+        // again rather than stop (messages fetched meanwhile are skipped or re-sought).
+        var attempt = 0
+        while true {
+            do {
+                try consumer.seek(offsets)
+                return
+            } catch {
+                attempt += 1
+                guard attempt < 5 else {
+                    throw ProjectorError(kind: .kafka, message: "seeking \(offsets.keys.sorted().map(\.description).joined(separator: ", ")) to the new shards: \(error) (5 attempts); restart the projector: it starts each partition at its new shard's offset")
+                }
+                logger.warning("seeking to the new shards: \(error); retrying")
+                usleep(UInt32(200_000 * attempt))
+            }
         }
     }
 
@@ -466,10 +484,11 @@ public final class Projector: RebalanceHandler {
             if options.solo {
                 var offsets: [TopicPartition: Int64] = [:]
                 let all = Array(0..<Int32(count))
+                // Every partition is checked before any shard is created.
+                for partition in options.partitions ?? [] where !all.contains(partition) {
+                    throw ProjectorError(kind: .badRequest, message: "\(options.topic) has no partition \(partition): it has \(count) (0…\(count - 1))")
+                }
                 for partition in options.partitions ?? all {
-                    guard all.contains(partition) else {
-                        throw ProjectorError(kind: .badRequest, message: "\(options.topic) has no partition \(partition): it has \(count) (0…\(count - 1))")
-                    }
                     let worker = try openWorker(partition)
                     let marks = try checkLog(worker.shard)
                     workers[partition] = worker
@@ -534,6 +553,11 @@ public final class Projector: RebalanceHandler {
                     break
                 }
             }
+            // Messages past a partition's stop offset are never applied: they are no work, and
+            // must not keep a run that has reached its stop offsets from ending.
+            for partition in byPartition.keys {
+                if let worker = workers[partition], let stop = worker.stopOffset, worker.shard.nextOffset >= stop { byPartition[partition] = nil }
+            }
             for (partition, messages) in byPartition {
                 guard let worker = workers[partition],
                       let first = messages.first(where: { $0.offset >= worker.shard.nextOffset })?.offset else { continue }
@@ -570,8 +594,8 @@ public final class Projector: RebalanceHandler {
                 progress(snapshot(summary, rate: rate))
             }
             // A member the group gave nothing to is caught up on what it owns, too.
-            if options.untilCaughtUp, hasAssignment, held.isEmpty, workers.values.allSatisfy(\.isCaughtUp), byPartition.isEmpty,
-               try targetsMet() {
+            if options.untilCaughtUp, hasAssignment, held.isEmpty,
+               options.catchUpTargets == nil ? workers.values.allSatisfy(\.isCaughtUp) && byPartition.isEmpty : try targetsMet() {
                 summary.caughtUp = true
                 break
             }

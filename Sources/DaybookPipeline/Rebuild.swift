@@ -35,6 +35,31 @@ public struct LogAccess: Sendable {
     }
 }
 
+extension LogAccess {
+    /// The topic's partition count, asked until `timeout` (a missing topic or an unreachable
+    /// cluster fails before anything is built or cleared).
+    func partitionCount(_ topic: String, timeout: Duration, logger: Logger) throws -> Int {
+        let consumer: KafkaConsumer
+        do {
+            consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "\(error)")
+        }
+        defer { consumer.close() }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                return try consumer.partitionCount(topic, timeoutMilliseconds: max(1, min(1_000, Projector.milliseconds(deadline - ContinuousClock.now))))
+            } catch {
+                if error.kind == .topic || ContinuousClock.now >= deadline {
+                    throw ProjectorError(kind: .kafka, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(timeout): \(error)")
+                }
+                usleep(100_000)
+            }
+        }
+    }
+}
+
 /// What a rebuild did.
 public struct RebuildSummary: Sendable {
     /// The generation swapped in, e.g. `gen-000002`.
@@ -93,6 +118,11 @@ public final class Rebuilder {
         let layout = try DataLayout.read(dir)
         let live = try ShardReader(directory: dir).offsets(topic: request.topic)
         try checkPriority(layout: layout, live: live)
+        // The topic and the partitions asked for exist, before any staging is cleared.
+        let count = try access.partitionCount(request.topic, timeout: request.connectTimeout, logger: logger)
+        for p in request.partitions ?? [] where !(0..<Int32(count)).contains(p) {
+            throw ProjectorError(kind: .badRequest, message: "\(request.topic) has no partition \(p): it has \(count) (0…\(count - 1))")
+        }
 
         // Staging: carry on with a matching one, clear the rest and earlier generations.
         let housekeeping = try Housekeeping(directory: dir, layout: layout)
@@ -107,7 +137,7 @@ public final class Rebuilder {
                 removed.append(name)
             }
         }
-        removed += housekeeping.removeFlatShards()
+        removed += housekeeping.removeReplacedShards()
         let resumed = staging != nil
         let stagingName = staging ?? DataLayout.generationName(max(layout.generation, housekeeping.highestGeneration) + 1)
         let stagingPath = dir + "/" + stagingName
@@ -135,7 +165,10 @@ public final class Rebuilder {
         }
 
         // The live projector has forwarded the dead letters below its offsets already, and
-        // `dlq replay` may have republished some.
+        // `dlq replay` may have republished some: their marks are copied, then the manifest
+        // swapped, under the swap lock `dlq replay` marks under.
+        let swapLock = try DataLayout.lockSwaps(dir)
+        defer { close(swapLock) }
         let liveNow = try reader.offsets(topic: request.topic)
         var offsets: [Int32: Int64] = [:]
         var shards: [String: String] = [:]
@@ -175,7 +208,7 @@ public final class Rebuilder {
         guard let partitions = request.partitions else { return }
         let wanted = request.priority.fingerprint
         let liveOrders = layout.priority.map { [$0.fingerprint] } ?? Set(live.values.compactMap(\.fingerprint)).sorted()
-        guard let other = liveOrders.first(where: { $0 != wanted }) else { return }
+        guard let other = liveOrders.first(where: { !SourcePriority.sameRanking($0, wanted) }) else { return }
         throw ProjectorError(kind: .shard, message: """
             the live projection is under source priority \(other), not \(wanted): rebuilding only partition\(partitions.count == 1 ? "" : "s") \
             \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
@@ -230,18 +263,26 @@ struct Housekeeping {
         return (try? FileManager.default.removeItem(atPath: path)) != nil
     }
 
-    /// Once a manifest exists, the flat shards of the directory's first generation are
-    /// nobody's: removed (with their WAL, shared memory and lock files) unless locked.
-    func removeFlatShards() -> [String] {
-        guard layout.generation > 0, !layout.shards.values.contains(".") else { return [] }
+    /// Shard files the manifest no longer names where they are: the flat shards a first
+    /// rebuild replaced, and those a partial rebuild moved out of an older generation that
+    /// still holds other partitions. Removed (with their WAL, shared memory and lock files)
+    /// unless someone holds their lock. The current generation's files are all live (a
+    /// projector creates new partitions' shards there).
+    func removeReplacedShards() -> [String] {
+        guard layout.generation > 0 else { return [] }
         var removed: [String] = []
-        for name in entries where name.hasSuffix(".sqlite") {
-            let path = directory + "/" + name
-            guard let fd = try? Shard.lock(path + ".lock", timeout: .zero) else { continue }
-            for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
-            unlink(path + ".lock")
-            close(fd)
-            removed.append(name)
+        let current = layout.currentDirectoryName
+        for dir in Set(layout.shards.values).union(["."]) where dir != current {
+            let base = dir == "." ? directory : directory + "/" + dir
+            let names = dir == "." ? entries : ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [])
+            for name in names where name.hasSuffix(".sqlite") && layout.shards[name] != dir {
+                let path = base + "/" + name
+                guard let fd = try? Shard.lock(path + ".lock", timeout: .zero) else { continue }
+                for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+                unlink(path + ".lock")
+                close(fd)
+                removed.append(dir == "." ? name : dir + "/" + name)
+            }
         }
         return removed
     }

@@ -43,13 +43,22 @@ public final class ShadowBuild {
     public func run(shouldStop: @escaping () -> Bool, progress: (ProjectorProgress) -> Void,
                     compare: (Int32, ShardReader.Snapshot, ShardReader.Snapshot) throws -> Int) throws -> Outcome {
         let dir = request.dataDirectory
+        let layout = try DataLayout.read(dir)
         let reader = ShardReader(directory: dir)
-        var live = try reader.offsets(topic: request.topic)
-        if let wanted = request.partitions {
-            for p in wanted where live[p] == nil {
-                throw ProjectorError(kind: .badRequest, message: "\(dir) has no shard of \(request.topic) partition \(p); its shards are of partitions \(live.keys.sorted().map(String.init).joined(separator: ", "))")
-            }
-            live = live.filter { wanted.contains($0.key) }
+        let live = try reader.offsets(topic: request.topic)
+        // Every partition of the topic is compared: one without a shard compares as empty,
+        // so a missing shard shows as the rows it should hold.
+        let count = try access.partitionCount(request.topic, timeout: request.connectTimeout, logger: logger)
+        let all = Array(0..<Int32(count))
+        for p in request.partitions ?? [] where !all.contains(p) {
+            throw ProjectorError(kind: .badRequest, message: "\(request.topic) has no partition \(p): it has \(count) (0…\(count - 1))")
+        }
+        for p in live.keys where !all.contains(p) {
+            throw ProjectorError(kind: .logMismatch, message: "\(dir) has a shard of \(request.topic) partition \(p), but the topic has \(count) partitions: this is not the log the shards were built from")
+        }
+        // Temporary directories of verify or diff runs that were killed.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
+            if let pid = Self.owner(ofTemporary: name), kill(pid, 0) != 0, errno == ESRCH { try? FileManager.default.removeItem(atPath: dir + "/" + name) }
         }
         let temporary = dir + "/.tmp-\(getpid())"
         try? FileManager.default.removeItem(atPath: temporary)
@@ -58,22 +67,22 @@ public final class ShadowBuild {
         let shadow = ShardReader(directory: temporary)
 
         var outcome = Outcome()
-        let partitions = live.keys.sorted()
+        let partitions = request.partitions ?? all
         for first in stride(from: 0, to: partitions.count, by: Self.groupSize) {
             let group = partitions[first..<min(partitions.count, first + Self.groupSize)]
             // The live side first: its snapshots fix the offsets to build to.
             var snapshots: [Int32: ShardReader.Snapshot] = [:]
             defer { snapshots.values.forEach { $0.end() } }
             for partition in group {
-                guard let path = live[partition]?.path else { continue }
-                snapshots[partition] = try reader.snapshot(ofShardAt: path)
+                snapshots[partition] = try live[partition].map { try reader.snapshot(ofShardAt: $0.path) } ?? ShardReader.Snapshot.empty
             }
             var options = ProjectorOptions(dataDirectory: temporary)
             options.topic = request.topic
             options.solo = true
             options.untilCaughtUp = true
             options.partitions = Array(group)
-            options.stopOffsets = snapshots.mapValues(\.nextOffset)
+            // Partitions without a shard are built to the end of the log.
+            options.stopOffsets = snapshots.filter { live[$0.key] != nil }.mapValues(\.nextOffset)
             options.cacheBytes = request.cacheBytes
             options.connectTimeout = request.connectTimeout
             options.forwardDeadLetters = false
@@ -85,13 +94,17 @@ public final class ShadowBuild {
                 guard let liveSnapshot = snapshots[partition] else { continue }
                 let shadowSnapshot = try shadow.snapshot(ofShardAt: temporary + "/" + Shard.fileName(topic: request.topic, partition: partition))
                 defer { shadowSnapshot.end() }
-                guard shadowSnapshot.nextOffset == liveSnapshot.nextOffset || liveSnapshot.nextOffset == 0 else {
+                guard shadowSnapshot.nextOffset == liveSnapshot.nextOffset || live[partition] == nil else {
                     throw ProjectorError(kind: .logMismatch, message: "partition \(partition): the log ended at offset \(shadowSnapshot.nextOffset), before the live shard's \(liveSnapshot.nextOffset); this is not the log the shard was built from")
                 }
                 outcome.rows += try compare(partition, liveSnapshot, shadowSnapshot)
                 outcome.offsets[partition] = liveSnapshot.nextOffset
                 liveSnapshot.end()
             }
+        }
+        // A rebuild that swapped generations meanwhile made this a comparison of the old one.
+        guard DataLayout.currentStamp(dir) == layout.stamp else {
+            throw ProjectorError(kind: .interrupted, message: "a rebuild swapped in a new generation of shards in \(dir) during the comparison, which compared the previous one; run it again")
         }
         return outcome
     }

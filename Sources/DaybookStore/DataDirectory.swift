@@ -77,6 +77,7 @@ public struct DataLayout: Sendable {
         guard isDirectory.boolValue else {
             throw Shard.ShardError(.missingDirectory, "\(directory): not a directory; give the --data directory the projector writes")
         }
+        try checkNotInside(directory)
         let manifestPath = directory + "/" + manifestName
         // Opened once: the stamp and the bytes come from the same file, whatever renames follow.
         let fd = open(manifestPath, O_RDONLY | O_CLOEXEC)
@@ -105,6 +106,37 @@ public struct DataLayout: Sendable {
         }
         let stamp = Stamp(inode: UInt64(info.st_ino), seconds: Int(info.st_ctim.tv_sec), nanoseconds: Int(info.st_ctim.tv_nsec))
         return try parse(bytes, directory: directory, path: manifestPath, stamp: stamp)
+    }
+
+    /// Refuses a generation or temporary directory of a data directory given as a data
+    /// directory itself (`--data DIR/gen-000002`): projecting or rebuilding there would
+    /// write or remove shards behind the manifest's back. A rebuild's own staging (it holds
+    /// `rebuild.json`) and this process's temporary directory are what they are.
+    static func checkNotInside(_ directory: String) throws {
+        let url = URL(fileURLWithPath: directory).standardizedFileURL
+        let name = url.lastPathComponent
+        let parent = url.deletingLastPathComponent().path
+        let fm = FileManager.default
+        let parentIsData = fm.fileExists(atPath: parent + "/" + manifestName) || fm.fileExists(atPath: parent + "/rebuild.lock")
+        guard parentIsData else { return }
+        if generationNumber(name) != nil, !fm.fileExists(atPath: directory + "/rebuild.json") {
+            throw Shard.ShardError(.missingDirectory, "\(directory) is a generation of the data directory \(parent), not a data directory: give --data \(parent) (its manifest says which generation each shard is in)")
+        }
+        if name.hasPrefix(".tmp-"), name != ".tmp-\(getpid())" {
+            throw Shard.ShardError(.missingDirectory, "\(directory) is a temporary directory of a verify or diff in \(parent), not a data directory: give --data \(parent)")
+        }
+    }
+
+    /// Takes the data directory's swap lock (`swap.lock`), held by a rebuild while it copies
+    /// the dead letters' marks into its new shards and swaps the manifest, and by `dlq
+    /// replay` while it marks: each then sees the other's work. Returns the descriptor that
+    /// holds it (close it to let go).
+    public static func lockSwaps(_ directory: String, timeout: Duration = .seconds(60)) throws -> Int32 {
+        do {
+            return try Shard.lock(directory + "/swap.lock", timeout: timeout)
+        } catch let error as Shard.ShardError where error.kind == .locked {
+            throw Shard.ShardError(.locked, "\(directory): a rebuild has been swapping in new shards for over \(timeout); try again")
+        }
     }
 
     /// The stamp of `directory`'s manifest now (a zero stamp when there is none).
@@ -149,7 +181,14 @@ public struct DataLayout: Sendable {
         } else if json["shards"] != nil {
             throw damaged(path, "shards must be an object")
         }
-        return DataLayout(directory: directory, generation: Int(g), priority: priority, shards: shards, stamp: stamp)
+        let layout = DataLayout(directory: directory, generation: Int(g), priority: priority, shards: shards, stamp: stamp)
+        for dir in Set(shards.values).union([layout.currentDirectoryName]) where dir != "." {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory + "/" + dir, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw damaged(path, "it names \(dir), which is not in \(directory)")
+            }
+        }
+        return layout
     }
 
     /// The manifest's text for a new generation.

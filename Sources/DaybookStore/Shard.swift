@@ -179,7 +179,7 @@ public final class Shard {
     private func checkFingerprint(_ fingerprint: String) throws {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
         if let stored = try read.firstRow({ $0.text(0) }) {
-            guard stored == fingerprint else {
+            guard SourcePriority.sameRanking(stored, fingerprint) else {
                 throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild the projection under the order you want: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps).")
             }
             return
@@ -447,33 +447,53 @@ public final class Shard {
 
     /// Takes over what happened to the dead letters of the live shard at `livePath` (a
     /// rebuild meets the same poison messages again): those below `offset` were forwarded to
-    /// the DLQ topic by the live projector, and the ones `dlq replay` republished stay
-    /// marked replayed, with where they went.
+    /// the DLQ topic by the live projector, the ones `dlq replay` republished stay marked
+    /// replayed (with where they went), and each keeps the time it was first recorded.
+    /// The live shard is only read, by a connection of its own (a projector may be writing
+    /// it; a write transaction spanning both files would wait for it).
     public func adoptDeadLetterStatus(fromShardAt livePath: String, below offset: Int64) throws {
         try database.inTransaction {
-            let mark = try database.statement("UPDATE dead_letters SET forwarded = 1 WHERE offset < ? AND forwarded = 0")
-            try mark.bind(1, offset)
-            try mark.run()
+            let forwarded = try database.statement("UPDATE dead_letters SET forwarded = 1 WHERE offset < ? AND forwarded = 0")
+            try forwarded.bind(1, offset)
+            try forwarded.run()
             return .commit
         }
-        guard FileManager.default.fileExists(atPath: livePath) else { return } // ATTACH would create it
-        // ATTACH runs outside a transaction; the live file is only read (a projector may be
-        // writing it: SQLite's locks keep that safe).
-        let attach = try database.statement("ATTACH DATABASE ? AS live")
-        try attach.bind(1, livePath)
-        try attach.run()
-        defer { try? database.execute("DETACH DATABASE live") }
-        let columns = try database.statement("SELECT count(*) FROM pragma_table_info('dead_letters', 'live') WHERE name = 'replayed_at'")
-        guard try columns.firstRow({ $0.int64(0) }) == 1 else { return } // a live shard from before dead-letter replays
-        try database.inTransaction {
-            try database.execute("""
-                UPDATE main.dead_letters SET replayed_at = l.replayed_at, replayed_partition = l.replayed_partition,
-                  replayed_offset = l.replayed_offset
-                FROM live.dead_letters AS l
-                WHERE l.topic = main.dead_letters.topic AND l.partition = main.dead_letters.partition
-                  AND l.offset = main.dead_letters.offset AND l.replayed_at IS NOT NULL
-                """)
-            return .commit
+        guard FileManager.default.fileExists(atPath: livePath) else { return }
+        let live = try Database(path: livePath, readOnly: true)
+        let columns = try live.statement("SELECT count(*) FROM pragma_table_info('dead_letters') WHERE name = 'replayed_at'")
+        let replays = try columns.firstRow { $0.int64(0) } == 1
+        let read = try live.statement("""
+            SELECT offset, recorded_at, \(replays ? "replayed_at, replayed_partition, replayed_offset" : "NULL, NULL, NULL")
+            FROM dead_letters WHERE topic = ? AND partition = ? AND offset > ? ORDER BY offset LIMIT 10000
+            """)
+        let adopt = try database.statement("""
+            UPDATE dead_letters SET recorded_at = ?, replayed_at = ?, replayed_partition = ?, replayed_offset = ?
+            WHERE topic = ? AND partition = ? AND offset = ?
+            """)
+        // A page at a time: a log of poison must not make this hold them all.
+        var after: Int64 = -1
+        var more = true
+        while more {
+            more = false
+            try read.bind(1, topic)
+            try read.bind(2, Int(partition))
+            try read.bind(3, after)
+            try database.inTransaction {
+                while try read.step() {
+                    more = true
+                    after = read.int64(0)
+                    try adopt.bind(1, read.text(1))
+                    for (column, index) in [(Int32(2), Int32(2)), (3, 3), (4, 4)] {
+                        if read.isNull(column) { try adopt.bindNull(index) } else if column == 2 { try adopt.bind(index, read.text(column)) } else { try adopt.bind(index, read.int64(column)) }
+                    }
+                    try adopt.bind(5, topic)
+                    try adopt.bind(6, Int(partition))
+                    try adopt.bind(7, after)
+                    try adopt.run()
+                }
+                return .commit
+            }
+            read.reset()
         }
     }
 

@@ -19,6 +19,10 @@ public struct ShardReader: Sendable {
     /// a shard a projector is creating right now (no tables yet: nothing to read).
     func open(_ path: String) throws -> Database? {
         let advice = "Move it out of \(directory) (the projector rebuilds a missing shard from the log)."
+        guard FileManager.default.fileExists(atPath: path) else {
+            // Listed by the manifest, or removed between listing and opening.
+            throw Shard.ShardError(.notAShard, "\(path) is missing, though \(directory)/\(DataLayout.manifestName) names it (removed by hand?): its rows cannot be read. Rebuild it from the log: daybook rebuild --data \(directory) --partition P")
+        }
         do {
             let db = try Database(path: path, readOnly: true)
             let tables = try db.statement("SELECT count(*), count(CASE WHEN name IN ('totals', 'total_sources', 'progress', 'dead_letters') THEN 1 END) FROM sqlite_master WHERE type = 'table'")
@@ -110,6 +114,16 @@ extension ShardReader {
 
         deinit { end() }
 
+        /// The snapshot of a partition that has no shard: offset 0, no rows.
+        public static var empty: Snapshot { Snapshot(emptyAt: "") }
+
+        private init(emptyAt path: String) {
+            self.path = path
+            database = nil
+            nextOffset = 0
+            fingerprint = nil
+        }
+
         /// Ends the read transaction.
         public func end() {
             guard open else { return }
@@ -134,6 +148,9 @@ extension ShardReader {
         var out: [Int32: (String, Int64, String?)] = [:]
         for path in try shardPaths() {
             guard let partition = Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: topic) else { continue }
+            // A shard the manifest names but that is gone has no offset: verify then compares
+            // it as empty (every row a difference), and rebuild builds it.
+            guard FileManager.default.fileExists(atPath: path) else { continue }
             let snapshot = try self.snapshot(ofShardAt: path)
             out[partition] = (path, snapshot.nextOffset, snapshot.fingerprint)
             snapshot.end()

@@ -262,7 +262,7 @@ enum DLQCommand: Subcommand {
         }
 
         let delivery = try publish(plan.candidates, topic: topic, config: kafka.config, connectTimeout: kafka.connectTimeout)
-        let (unmarked, markFailure) = mark(plan.candidates, delivery.landed, topic: topic)
+        let (unmarked, markFailure) = mark(plan.candidates, delivery.landed, topic: topic, data: data)
         for (n, c) in plan.candidates.enumerated() {
             if let reason = delivery.failed[n] {
                 printError("\(c.id): not delivered: \(TerminalText.escaped(reason)) (still pending: replay again)")
@@ -379,11 +379,26 @@ enum DLQCommand: Subcommand {
 
     /// Marks every delivered candidate replayed in each shard that holds it; returns the ids
     /// left unmarked and the first failure (its exit code says why).
-    static func mark(_ candidates: [Candidate], _ landed: [Int: DeadLetterID?], topic: String) -> (unmarked: Set<DeadLetterID>, failure: CLIError?) {
+    ///
+    /// Under the data directory's swap lock, in the shards the manifest names now: a rebuild
+    /// copies the marks into its new shards under the same lock just before it swaps, so a
+    /// mark lands either before that copy or in the new shards — never only in the old ones.
+    static func mark(_ candidates: [Candidate], _ landed: [Int: DeadLetterID?], topic: String, data: String) -> (unmarked: Set<DeadLetterID>, failure: CLIError?) {
+        let swapLock: Int32
+        let layout: DataLayout
+        do {
+            swapLock = try DataLayout.lockSwaps(data)
+            layout = try DataLayout.read(data)
+        } catch {
+            let e = CLIError(error)
+            printError("dlq replay: \(e.message)")
+            return (Set(candidates.map(\.id)), e)
+        }
+        defer { close(swapLock) }
         var byPath: [String: [DeadLetterMarks.Mark]] = [:]
         for (n, c) in candidates.enumerated() {
             guard let position = landed[n] else { continue }
-            for path in c.shardPaths { byPath[path, default: []].append(.init(id: c.id, landedAt: position)) }
+            byPath[layout.path(topic: topic, partition: c.id.partition), default: []].append(.init(id: c.id, landedAt: position))
         }
         var unmarked: Set<DeadLetterID> = []
         var failure: CLIError?

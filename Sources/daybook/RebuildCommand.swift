@@ -96,6 +96,8 @@ enum RebuildCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         let (config, connectTimeout) = try KafkaOptions.load(arguments, command: name)
         let request = try RebuildOptions.request(arguments, command: name, priority: config.priority, config: config, connectTimeout: connectTimeout)
+        // A typo in --data must not start a projection somewhere new: project creates one.
+        try RebuildOptions.requireData(request.dataDirectory)
         Shutdown.install()
         var reporter = ProgressReporter()
         let summary: RebuildSummary
@@ -111,8 +113,8 @@ enum RebuildCommand: Subcommand {
         var text = "rebuild: swapped in \(request.dataDirectory)/\(summary.generation) under priority \(request.priority.fingerprint)"
         text += "\(summary.resumed ? " (carried on from an interrupted run)" : ""): \(summary.offsets.count) partition\(summary.offsets.count == 1 ? "" : "s") [\(offsets)], "
         text += "\(summary.applied) events applied, \(summary.deadLetters) dead letters, in \(String(format: "%.2f", summary.seconds)) s"
-        if !summary.removed.isEmpty { text += "; removed earlier generations: \(summary.removed.joined(separator: ", "))" }
-        text += "; the previous generation (\(summary.previous == "." ? "the shards directly in \(request.dataDirectory)" : summary.previous)) is kept until the next rebuild"
+        if !summary.removed.isEmpty { text += "; removed what earlier rebuilds replaced: \(summary.removed.joined(separator: ", "))" }
+        text += "; the shards this one replaced (in \(summary.previous == "." ? request.dataDirectory : summary.previous)) are kept until the next rebuild"
         printError(text)
         return ExitCode.ok
     }
@@ -182,7 +184,7 @@ enum VerifyCommand: Subcommand {
             throw CLIError(error)
         }
         if let p = layout.priority { return p }
-        if let other = recorded.first(where: { $0 != configured.fingerprint }) {
+        if let other = recorded.first(where: { !SourcePriority.sameRanking($0, configured.fingerprint) }) {
             throw CLIError(code: ExitCode.config, message: "the shards in \(data) were built under source priority \(other), but \(configFile ?? "the built-in configuration") says \(configured.fingerprint): pass the --config they were built with")
         }
         return configured

@@ -232,6 +232,43 @@ import Testing
         _ = broker.stop()
     }
 
+    @Test(.timeLimit(.minutes(3))) func misdirectedOperatorCommandsAreRefusedAndAMissingShardIsADifference() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        let lines = try ProjectorTests.log(samples: 3_000, users: 4, seed: 37)
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"]).status == 0)
+        #expect(try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir]).status == 0)
+
+        // A generation is not a data directory: a rebuild there would remove live shards.
+        let inside = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir + "/gen-000001"])
+        #expect(inside.status == 66)
+        #expect(inside.stderr.contains("give --data \(dir)"), "\(inside.stderr)")
+        // A typo does not start a new projection.
+        let typo = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir + "-typo"])
+        #expect(typo.status == 66)
+        #expect(!FileManager.default.fileExists(atPath: dir + "-typo"))
+        #expect(try Self.totals(dir) == (try Self.rollup(lines)))
+
+        // A shard that went missing is every row it held, not "identical".
+        let shard = try DataLayout.read(dir).path(topic: "health-samples", partition: 0)
+        let held = try Self.sql(shard, "SELECT count(*) FROM totals")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: shard + suffix) }
+        let missing = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(missing.status == 1, "\(missing.stderr)")
+        #expect(String(missing.stdout.split(separator: "\n").count) == held)
+        #expect(missing.stdout.contains("live no row"))
+
+        // A manifest naming a generation that is not there is damage, named.
+        let manifest = dir + "/" + DataLayout.manifestName
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        try text.replacingOccurrences(of: "gen-000001", with: "gen-000009").write(toFile: manifest, atomically: true, encoding: .utf8)
+        let damaged = try Daybook.run(["totals", "--data", dir])
+        #expect(damaged.status == 65)
+        #expect(damaged.stderr.contains("manifest.json") && damaged.stderr.contains("gen-000009"), "\(damaged.stderr)")
+        _ = broker.stop()
+    }
+
     @Test(.timeLimit(.minutes(3))) func diffListsExactlyTheRowsWhoseRollupsDifferBetweenTheOrders() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "3"])
         let lines = try ProjectorTests.log(samples: 6_000, users: 6, seed: 35)

@@ -51,6 +51,7 @@ import Testing
     @Test func replacingTheManifestChangesItsStamp() throws {
         let dir = scratch.path
         #expect(DataLayout.currentStamp(dir) == (try DataLayout.read(dir).stamp))
+        for g in ["gen-000001", "gen-000002"] { try FileManager.default.createDirectory(atPath: dir + "/" + g, withIntermediateDirectories: true) }
         try DataLayout.writeManifest(DataLayout.manifestText(generation: 1, priority: .builtIn, shards: [:], note: ""), in: dir)
         let first = DataLayout.currentStamp(dir)
         #expect(first == (try DataLayout.read(dir).stamp))
@@ -67,6 +68,7 @@ import Testing
         (#"{"format":1,"generation":1,"priority":{"default":"watch"}}"#, "priority.default"),
         (#"{"format":1,"generation":1,"shards":{"health-samples-0000.sqlite":"../elsewhere"}}"#, "must name a generation directory"),
         (#"{"format":1,"generation":1,"shards":{"../x.sqlite":"gen-000001"}}"#, "must name a generation directory"),
+        (#"{"format":1,"generation":9}"#, "it names gen-000009, which is not in"),
     ])
     func aDamagedManifestIsRefusedNamingWhatIsWrong(text: String, message: String) throws {
         let dir = scratch.path
@@ -79,6 +81,26 @@ import Testing
             #expect(error.message.contains(message), "\(error.message)")
             #expect(error.message.contains("manifest.json"))
         }
+    }
+
+    @Test func aGenerationOrTemporaryDirectoryIsNotADataDirectory() throws {
+        let dir = scratch.path
+        for sub in ["gen-000001", "gen-000002", ".tmp-1"] { try FileManager.default.createDirectory(atPath: dir + "/" + sub, withIntermediateDirectories: true) }
+        // Without a manifest or a rebuild lock beside them they are ordinary directories.
+        #expect(try DataLayout.read(dir + "/gen-000001").generation == 0)
+        try DataLayout.writeManifest(DataLayout.manifestText(generation: 1, priority: .builtIn, shards: [:], note: ""), in: dir)
+        for sub in ["gen-000001", ".tmp-1"] {
+            do {
+                _ = try DataLayout.read(dir + "/" + sub)
+                Issue.record("\(sub) was read as a data directory")
+            } catch let error as Shard.ShardError {
+                #expect(error.kind == .missingDirectory)
+                #expect(error.message.contains("give --data \(dir)"), "\(error.message)")
+            }
+        }
+        // A rebuild's own staging is one.
+        #expect(FileManager.default.createFile(atPath: dir + "/gen-000002/rebuild.json", contents: Data("{}".utf8)))
+        #expect(try DataLayout.read(dir + "/gen-000002").generation == 0)
     }
 
     @Test func shardFileNamesGiveTheirPartition() {

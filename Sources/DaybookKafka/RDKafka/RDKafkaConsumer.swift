@@ -177,7 +177,17 @@ final class RDKafkaConsumer {
     }
 
     /// Moves read positions; fails on the first partition librdkafka could not seek.
+    /// Partitions read directly (the simple consumer) are sought with its own call: the
+    /// group consumer's `rd_kafka_seek_partitions` is for assigned partitions.
     func seek(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
+        var offsets = offsets
+        for (rkt, partition) in direct {
+            guard let entry = offsets.first(where: { $0.key.partition == partition && $0.key.topic == name(of: rkt) }) else { continue }
+            offsets[entry.key] = nil
+            let code = rd_kafka_seek(rkt, partition, entry.value, timeoutMilliseconds)
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "seeking \(entry.key) to \(entry.value)", kind: .state) }
+        }
+        guard !offsets.isEmpty else { return }
         try call(Array(offsets.keys), offsets: offsets, "seeking", kind: .state) { list in
             if let error = rd_kafka_seek_partitions(client.handle, list, timeoutMilliseconds) {
                 let code = rd_kafka_error_code(error)
