@@ -2,6 +2,7 @@ import DaybookKafka
 
 /// What every command that talks to Kafka reads from its command line the same way.
 enum KafkaOptions {
+    static let brokers = OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers (default: kafka.bootstrap.servers of --config).")
     static let connectTimeout = OptionSpec(name: "--connect-timeout", value: "SECONDS",
                                            help: "Give up (exit 69) if the cluster does not answer within this many seconds (1-3600, default 30).")
 

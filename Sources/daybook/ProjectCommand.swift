@@ -10,7 +10,7 @@ enum ProjectCommand: Subcommand {
     static let abstract = "Project health-samples into SQLite read models (one shard per partition)."
     static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--connect-timeout S]"
     static let options = [
-        OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers (default: kafka.bootstrap.servers of --config)."),
+        KafkaOptions.brokers,
         OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (created, mode 0700; files 0600)."),
         OptionSpec(name: "--config", value: "FILE", help: "Source priority and Kafka settings (config/daybook.json)."),
         OptionSpec(name: "--group", value: "G", help: "Consumer group (default kafka.consumer.group.id, else daybook-projector)."),

@@ -8,7 +8,7 @@ import Foundation
 /// What `rebuild`, `verify` and `diff` read from their command lines the same way.
 enum RebuildOptions {
     static let common = [
-        OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers (default: kafka.bootstrap.servers of --config)."),
+        KafkaOptions.brokers,
         OptionSpec(name: "--data", value: "DIR", help: "The projector's data directory."),
         OptionSpec(name: "--partition", value: "P", help: "Only this partition (repeat, or P,Q). Default: all."),
         OptionSpec(name: "--topic", value: "T", help: "Topic (default health-samples)."),

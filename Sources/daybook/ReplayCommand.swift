@@ -11,7 +11,7 @@ enum ReplayCommand: Subcommand {
     static let abstract = "Re-read a suffix of the log into the live shards (repairs rows; never rolls a shard back)."
     static let usage = "replay --brokers B --data DIR [--config F] (--from-offset N | --from-time T | --by-duration D) [--partition P]... [--dry-run] [--connect-timeout S]"
     static let options = [
-        OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers (default: kafka.bootstrap.servers of --config)."),
+        KafkaOptions.brokers,
         OptionSpec(name: "--data", value: "DIR", help: "Directory of the live shards, as given to project (must exist)."),
         OptionSpec(name: "--config", value: "F", help: "Source priority and Kafka settings (config/daybook.json)."),
         OptionSpec(name: "--from-offset", value: "N", help: "Re-read every chosen partition from offset N."),

@@ -7,7 +7,7 @@ enum TopicsCommand: Subcommand {
     static let abstract = "Create the topics described in topics/ on a Kafka cluster (idempotent)."
     static let usage = "topics --brokers B [--topics DIR] [--config FILE]"
     static let options = [
-        OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers (default: kafka.bootstrap.servers of --config)."),
+        KafkaOptions.brokers,
         OptionSpec(name: "--topics", value: "DIR", help: "Topic definitions (default: topics/, else built-in)."),
         OptionSpec(name: "--config", value: "FILE", help: "Configuration: kafka.properties and kafka.secrets for the connection."),
     ]

@@ -49,6 +49,20 @@ import Testing
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// A broker with a generated log published, and (with `project`) projected into a new
+    /// data directory by `project --solo --until-caught-up`.
+    func projectedLog(partitions: Int, samples: Int, users: Int, seed: Int, project: Bool = true) throws -> (broker: BrokerProcess, lines: [String], dir: String) {
+        let broker = try BrokerProcess(arguments: ["--partitions", String(partitions)])
+        let lines = try ProjectorTests.log(samples: samples, users: users, seed: seed)
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        if project {
+            let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        return (broker, lines, dir)
+    }
+
     /// Polls until `check` holds or `seconds` pass.
     static func eventually(_ seconds: Double, _ check: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -61,10 +75,7 @@ import Testing
 
     @Test(.timeLimit(.minutes(4)), arguments: [["--solo"], ["--group", "operators-rebuild"]])
     func aRebuildUnderANewOrderSwapsAtomicallyUnderARunningProjector(mode: [String]) throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "4"])
-        let lines = try ProjectorTests.log(samples: 12_000, users: 8, seed: 31)
-        try publish(lines, to: broker)
-        let dir = scratch.newPath("data")
+        let (broker, lines, dir) = try projectedLog(partitions: 4, samples: 12_000, users: 8, seed: 31, project: false)
         let newConfig = try scratch.file(Self.phoneFirst)
         let old = try Self.rollup(lines)
         let new = try Self.rollup(lines, config: newConfig)
@@ -121,12 +132,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(4))) func aRebuildKilledMidWayLeavesTheLiveProjectionAndARerunFinishes() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "4"])
-        let lines = try ProjectorTests.log(samples: 60_000, users: 16, seed: 33)
-        try publish(lines, to: broker)
-        let dir = scratch.newPath("data")
-        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
-        #expect(project.status == 0, "\(project.stderr)")
+        let (broker, lines, dir) = try projectedLog(partitions: 4, samples: 60_000, users: 16, seed: 33)
         let old = try Self.rollup(lines)
         #expect(try Self.totals(dir) == old)
 
@@ -158,12 +164,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(3))) func verifyNamesAHandEditedRowAndPassesAgainAfterAReplayOrARebuild() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
-        let lines = try ProjectorTests.log(samples: 4_000, users: 4, seed: 34)
-        try publish(lines, to: broker)
-        let dir = scratch.newPath("data")
-        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
-        #expect(project.status == 0, "\(project.stderr)")
+        let (broker, lines, dir) = try projectedLog(partitions: 2, samples: 4_000, users: 4, seed: 34)
         let healthy = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
         #expect(healthy.status == 0, "\(healthy.stderr)")
         #expect(healthy.stderr.contains("identical"))
@@ -233,10 +234,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(3))) func misdirectedOperatorCommandsAreRefusedAndAMissingShardIsADifference() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
-        let lines = try ProjectorTests.log(samples: 3_000, users: 4, seed: 37)
-        try publish(lines, to: broker)
-        let dir = scratch.newPath("data")
+        let (broker, lines, dir) = try projectedLog(partitions: 2, samples: 3_000, users: 4, seed: 37, project: false)
         #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"]).status == 0)
         #expect(try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir]).status == 0)
 
@@ -270,12 +268,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(3))) func diffListsExactlyTheRowsWhoseRollupsDifferBetweenTheOrders() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "3"])
-        let lines = try ProjectorTests.log(samples: 6_000, users: 6, seed: 35)
-        try publish(lines, to: broker)
-        let dir = scratch.newPath("data")
-        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
-        #expect(project.status == 0, "\(project.stderr)")
+        let (broker, lines, dir) = try projectedLog(partitions: 3, samples: 6_000, users: 6, seed: 35)
         let newConfig = try scratch.file(Self.phoneFirst)
 
         // The rows of the two rollups, by key, without per-source shares.
