@@ -427,11 +427,11 @@ public final class Projector: RebalanceHandler {
                 return
             } catch {
                 attempt += 1
-                guard attempt < 5 else {
-                    throw ProjectorError(kind: .kafka, message: "seeking \(offsets.keys.sorted().map(\.description).joined(separator: ", ")) to the new shards: \(error) (5 attempts); restart the projector: it starts each partition at its new shard's offset")
+                guard attempt < 10 else {
+                    throw ProjectorError(kind: .kafka, message: "seeking \(offsets.keys.sorted().map(\.description).joined(separator: ", ")) to the new shards: \(error) (10 attempts over ~20 s); restart the projector: it starts each partition at its new shard's offset")
                 }
                 logger.warning("seeking to the new shards: \(error); retrying")
-                usleep(UInt32(200_000 * attempt))
+                usleep(UInt32(400_000 * min(attempt, 5)))
             }
         }
     }

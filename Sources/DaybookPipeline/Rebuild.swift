@@ -107,6 +107,7 @@ public final class Rebuilder {
         let dir = request.dataDirectory
         let started = ContinuousClock.now
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try DataLayout.read(dir) // a generation given as --data is refused before anything is written there
         let lock: Int32
         do {
             lock = try Shard.lock(dir + "/rebuild.lock", timeout: .zero)

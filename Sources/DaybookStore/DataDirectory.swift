@@ -113,13 +113,14 @@ public struct DataLayout: Sendable {
     /// write or remove shards behind the manifest's back. A rebuild's own staging (it holds
     /// `rebuild.json`) and this process's temporary directory are what they are.
     static func checkNotInside(_ directory: String) throws {
-        let url = URL(fileURLWithPath: directory).standardizedFileURL
+        // The real path: a symlink to a generation is that generation.
+        let url = URL(fileURLWithPath: directory).standardizedFileURL.resolvingSymlinksInPath()
         let name = url.lastPathComponent
         let parent = url.deletingLastPathComponent().path
         let fm = FileManager.default
         let parentIsData = fm.fileExists(atPath: parent + "/" + manifestName) || fm.fileExists(atPath: parent + "/rebuild.lock")
         guard parentIsData else { return }
-        if generationNumber(name) != nil, !fm.fileExists(atPath: directory + "/rebuild.json") {
+        if generationNumber(name) != nil, !fm.fileExists(atPath: url.path + "/rebuild.json") {
             throw Shard.ShardError(.missingDirectory, "\(directory) is a generation of the data directory \(parent), not a data directory: give --data \(parent) (its manifest says which generation each shard is in)")
         }
         if name.hasPrefix(".tmp-"), name != ".tmp-\(getpid())" {

@@ -47,8 +47,11 @@ enum RebuildOptions {
     /// The data directory must exist for commands that compare with it.
     static func requireData(_ path: String) throws {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw CLIError(code: ExitCode.noInput, message: "\(path): no such data directory (give the --data the projector writes)")
+        }
+        guard isDirectory.boolValue else {
+            throw CLIError(code: ExitCode.noInput, message: "\(path): not a directory (give the --data the projector writes)")
         }
     }
 }
@@ -114,7 +117,7 @@ enum RebuildCommand: Subcommand {
         text += "\(summary.resumed ? " (carried on from an interrupted run)" : ""): \(summary.offsets.count) partition\(summary.offsets.count == 1 ? "" : "s") [\(offsets)], "
         text += "\(summary.applied) events applied, \(summary.deadLetters) dead letters, in \(String(format: "%.2f", summary.seconds)) s"
         if !summary.removed.isEmpty { text += "; removed what earlier rebuilds replaced: \(summary.removed.joined(separator: ", "))" }
-        text += "; the shards this one replaced (in \(summary.previous == "." ? request.dataDirectory : summary.previous)) are kept until the next rebuild"
+        text += "; the shards this one replaced are kept until the next rebuild (readers may still be on them)"
         printError(text)
         return ExitCode.ok
     }

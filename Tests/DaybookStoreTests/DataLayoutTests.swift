@@ -98,6 +98,11 @@ import Testing
                 #expect(error.message.contains("give --data \(dir)"), "\(error.message)")
             }
         }
+        // Nor is a symbolic link to one.
+        let link = scratch.path + "-link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: dir + "/gen-000001")
+        defer { try? FileManager.default.removeItem(atPath: link) }
+        #expect(throws: Shard.ShardError.self) { try DataLayout.read(link) }
         // A rebuild's own staging is one.
         #expect(FileManager.default.createFile(atPath: dir + "/gen-000002/rebuild.json", contents: Data("{}".utf8)))
         #expect(try DataLayout.read(dir + "/gen-000002").generation == 0)
