@@ -156,9 +156,11 @@ import Testing
 
         // The next rebuild removes the generation the manifest left behind.
         #expect(FileManager.default.fileExists(atPath: dir + "/health-samples-0000.sqlite"))
+        #expect(FileManager.default.createFile(atPath: dir + "/notes.sqlite", contents: Data("an operator's own file".utf8)))
         let again = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--config", newConfig])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/health-samples-0000.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: dir + "/notes.sqlite"), "housekeeping removes only shard files")
         #expect(try Self.totals(dir) == (try Self.rollup(lines, config: newConfig)))
         _ = broker.stop()
     }
