@@ -1,3 +1,4 @@
+import Foundation
 import DaybookLog
 
 /// One message read from Kafka. Its key and payload stay in librdkafka's buffer, uncopied,
@@ -220,6 +221,23 @@ public final class KafkaConsumer {
         return n
     }
 
+    /// The topic's partition count, asked in rounds of at most a second until `timeout`
+    /// has passed, so that `shouldStop` is heard meanwhile; nil when it said stop. A missing
+    /// topic throws at once (kind `.topic`); a cluster that never answers throws its last
+    /// error at the deadline.
+    public func partitionCount(_ topic: String, within timeout: Duration, shouldStop: () -> Bool = { false }) throws(KafkaError) -> Int? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                return try partitionCount(topic, timeoutMilliseconds: max(1, min(1_000, (deadline - ContinuousClock.now).wholeMilliseconds)))
+            } catch {
+                if error.kind == .topic || ContinuousClock.now >= deadline { throw error }
+                if shouldStop() { return nil }
+                usleep(100_000)
+            }
+        }
+    }
+
     /// Commits offsets to the group, asynchronously. Informational only.
     public func commit(_ offsets: [TopicPartition: Int64]) throws(KafkaError) { try core.commit(offsets) }
 
@@ -230,4 +248,11 @@ public final class KafkaConsumer {
     public func close() { core.close() }
 
     public var lastClientError: KafkaError? { core.callbacks.lastError }
+}
+
+extension Duration {
+    /// Whole milliseconds, clamped to what librdkafka's timeouts take.
+    public var wholeMilliseconds: Int32 {
+        Int32(clamping: components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000)
+    }
 }

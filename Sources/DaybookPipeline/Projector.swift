@@ -278,7 +278,7 @@ public final class Projector: RebalanceHandler {
         let tp = TopicPartition(options.topic, shard.partition)
         let marks: (low: Int64, high: Int64)
         do {
-            marks = try consumer.watermarks(tp, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+            marks = try consumer.watermarks(tp, timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         } catch {
             throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
         }
@@ -317,7 +317,7 @@ public final class Projector: RebalanceHandler {
         let low: Int64
         let high: Int64
         do {
-            (low, high) = try consumer.watermarks(tp, timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+            (low, high) = try consumer.watermarks(tp, timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         } catch {
             throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
         }
@@ -346,7 +346,7 @@ public final class Projector: RebalanceHandler {
         guard now - lastHeard >= options.connectTimeout else { return }
         lastHeard = now
         do {
-            _ = try consumer.partitionCount(options.topic, timeoutMilliseconds: max(1, min(5_000, Self.milliseconds(options.connectTimeout))))
+            _ = try consumer.partitionCount(options.topic, timeoutMilliseconds: max(1, min(5_000, options.connectTimeout.wholeMilliseconds)))
         } catch {
             let message = "the Kafka cluster stopped answering (nothing for \(options.connectTimeout), then \(error))"
             if options.untilCaughtUp { throw ProjectorError(kind: .kafka, message: message + "; nothing past the shards' offsets was lost: rerun once it is back") }
@@ -355,10 +355,6 @@ public final class Projector: RebalanceHandler {
     }
 
     private var lastHeard = ContinuousClock.now
-
-    static func milliseconds(_ d: Duration) -> Int32 {
-        Int32(clamping: d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000)
-    }
 
     /// With `catchUpTargets`: whether every partition has reached the end of the log as it
     /// was when it started, and its target (asked at most every 250 ms; a live projector's
@@ -461,25 +457,14 @@ public final class Projector: RebalanceHandler {
         // One metadata round trip first: an unreachable cluster or a missing topic ends the
         // run within `connectTimeout`, in both modes, instead of polling forever.
         // Asked in rounds of at most a second, so that SIGINT/SIGTERM are heard meanwhile.
-        var count = 0
-        let deadline = ContinuousClock.now + options.connectTimeout
-        while true {
-            do {
-                let left = Self.milliseconds(deadline - ContinuousClock.now)
-                count = try consumer.partitionCount(options.topic, timeoutMilliseconds: max(1, min(1_000, left)))
-                break
-            } catch {
-                if error.kind == .topic { throw ProjectorError(kind: .kafka, message: "\(error)") }
-                if ContinuousClock.now >= deadline {
-                    throw ProjectorError(kind: .kafka, message: "cannot reach the Kafka cluster within \(options.connectTimeout): \(error)")
-                }
-                if shouldStop() {
-                    return summary
-                }
-                usleep(100_000)
-            }
+        let count: Int
+        do {
+            guard let n = try consumer.partitionCount(options.topic, within: options.connectTimeout, shouldStop: shouldStop) else { return summary }
+            count = n
+        } catch {
+            throw ProjectorError(kind: .kafka, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(options.connectTimeout): \(error)")
         }
-        clusterID = consumer.clusterID(timeoutMilliseconds: Self.milliseconds(options.connectTimeout))
+        clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
             if options.solo {
                 var offsets: [TopicPartition: Int64] = [:]

@@ -46,16 +46,10 @@ extension LogAccess {
             throw ProjectorError(kind: .kafka, message: "\(error)")
         }
         defer { consumer.close() }
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            do {
-                return try consumer.partitionCount(topic, timeoutMilliseconds: max(1, min(1_000, Projector.milliseconds(deadline - ContinuousClock.now))))
-            } catch {
-                if error.kind == .topic || ContinuousClock.now >= deadline {
-                    throw ProjectorError(kind: .kafka, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(timeout): \(error)")
-                }
-                usleep(100_000)
-            }
+        do {
+            return try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
+        } catch {
+            throw ProjectorError(kind: .kafka, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(timeout): \(error)")
         }
     }
 }
@@ -71,10 +65,8 @@ public struct RebuildSummary: Sendable {
     public var applied: Int
     public var deadLetters: Int
     public var seconds: Double
-    /// Files of earlier generations removed before building, and the ones kept for readers
-    /// that may still be reading them.
+    /// What earlier rebuilds left and this one removed before building.
     public var removed: [String]
-    public var previous: String
 }
 
 /// `daybook rebuild`: builds new shards from offset 0 beside the live ones, while readers
@@ -192,7 +184,7 @@ public final class Rebuilder {
         unlink(stagingPath + "/" + Self.planFile)
         return RebuildSummary(generation: stagingName, resumed: resumed, offsets: offsets, applied: summary.applied,
                               deadLetters: summary.deadLetters, seconds: Projector.seconds(ContinuousClock.now - started),
-                              removed: removed, previous: layout.generation == 0 ? "." : layout.currentDirectoryName)
+                              removed: removed)
     }
 
     /// Runs a projector into the staging directory; it is gone (its shards closed and

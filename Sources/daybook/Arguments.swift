@@ -37,7 +37,7 @@ struct ParsedArguments {
         for text in texts {
             for part in text.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let p = Int32(part.trimmingCharacters(in: .whitespaces)), p >= 0 else {
-                    throw CLIError.usage("--partition takes partition numbers (0, 1, …; repeat it or separate with commas), got '\(TerminalText.escaped(text))'")
+                    throw CLIError.usage("--partition '\(TerminalText.escaped(String(part)))' is not a partition number: give a whole number from 0 (repeat --partition, or separate with commas)")
                 }
                 out.insert(p)
             }

@@ -129,16 +129,7 @@ enum DLQCommand: Subcommand {
     static func list(_ arguments: ParsedArguments, data: String, topic: String) throws -> Int32 {
         let format = arguments.value("--format") ?? "table"
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json") }
-        var partitions: Set<Int32>?
-        if let values = listValues(arguments, "--partition") {
-            partitions = []
-            for text in values {
-                guard let p = Int32(text), p >= 0 else {
-                    throw CLIError.usage("--partition '\(TerminalText.escaped(text))' is not a partition number (0, 1, …)")
-                }
-                partitions?.insert(p)
-            }
-        }
+        let partitions = try arguments.partitions().map(Set.init)
         let showPayload = arguments.has("--show-payload")
         let all = try read(data, .init(topic: topic, partitions: partitions, includeReplayed: true, withPayloads: showPayload))
         let shown = arguments.has("--all") ? all : all.filter { $0.replay == nil }
@@ -202,7 +193,6 @@ enum DLQCommand: Subcommand {
     /// that holds it (one, unless a shard was copied).
     struct Candidate {
         var id: DeadLetterID
-        var shardPaths: [String]
         var user: String
         var bytes: [UInt8]
         var event: Event
@@ -302,7 +292,7 @@ enum DLQCommand: Subcommand {
                 plan.skipped.append(done)
                 continue
             }
-            plan.candidates.append(Candidate(id: fix.id, shardPaths: letters.map(\.shardPath), user: fix.event.user, bytes: fix.bytes, event: fix.event))
+            plan.candidates.append(Candidate(id: fix.id, user: fix.event.user, bytes: fix.bytes, event: fix.event))
         }
         plan.refused += problems.sorted { $0.line < $1.line }.map { "\(path): line \($0.line): \($0.text)" }
         for id in (only ?? []).sorted() where byID[id] != nil && lineOf[id] == nil {
@@ -326,7 +316,7 @@ enum DLQCommand: Subcommand {
                 : payload.withUnsafeBufferPointer { b in Result { () throws(EventError) in try decoder.decode(b) } }
             switch decoded {
             case .success(let event):
-                plan.candidates.append(Candidate(id: id, shardPaths: letters.map(\.shardPath), user: event.user, bytes: payload, event: event))
+                plan.candidates.append(Candidate(id: id, user: event.user, bytes: payload, event: event))
             case .failure(let error):
                 plan.invalid.append("\(id): \(TerminalText.escaped(error.description)) (not published; repair it with --fix)")
             }

@@ -140,23 +140,6 @@ enum ReplayCommand: Subcommand {
         return seconds <= 100 * 365 * 86_400 ? seconds : nil
     }
 
-    /// The `--partition` values, checked for shape (the topic's partition count is checked later).
-    static func partitions(_ arguments: ParsedArguments) throws -> [Int32]? {
-        let texts = arguments.all("--partition")
-        guard !texts.isEmpty else { return nil }
-        var out = Set<Int32>()
-        for text in texts {
-            guard let p = Int32(text), p >= 0 else {
-                throw CLIError.usage("--partition '\(TerminalText.escaped(text))' is not a partition number: give a whole number from 0 (repeat --partition for several)")
-            }
-            out.insert(p)
-        }
-        return out.sorted()
-    }
-
-    static func milliseconds(_ d: Duration) -> Int32 {
-        Int32(clamping: d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000)
-    }
 
     /// One partition's plan.
     struct Plan {
@@ -183,7 +166,7 @@ enum ReplayCommand: Subcommand {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("replay takes no positional arguments") }
         guard let data = arguments.value("--data") else { throw CLIError.usage("replay needs --data DIR (the live shards, as given to project)") }
         let start = try start(arguments)
-        let chosen = try partitions(arguments)
+        let chosen = try arguments.partitions()
         let (config, connectTimeout) = try KafkaOptions.load(arguments, command: "replay")
         let topic = try arguments.topic(default: "health-samples")
         let dryRun = arguments.has("--dry-run")
@@ -258,22 +241,17 @@ enum ReplayCommand: Subcommand {
             throw CLIError(error)
         }
         defer { consumer.close() }
-        let timeout = milliseconds(connectTimeout)
+        let timeout = connectTimeout.wholeMilliseconds
 
         // The topic, asked in rounds of at most a second so that Ctrl-C is heard.
-        var count = 0
-        let deadline = ContinuousClock.now + connectTimeout
-        while true {
-            do {
-                count = try consumer.partitionCount(topic, timeoutMilliseconds: max(1, min(1_000, milliseconds(deadline - ContinuousClock.now))))
-                break
-            } catch {
-                if error.kind == .topic { throw CLIError(code: ExitCode.unavailable, message: "\(error)") }
-                if ContinuousClock.now >= deadline {
-                    throw CLIError(code: ExitCode.unavailable, message: "cannot reach the Kafka cluster within \(connectTimeout): \(error)")
-                }
-                if Shutdown.isRequested { throw CLIError(code: ExitCode.unavailable, message: "interrupted while reaching the Kafka cluster") }
+        let count: Int
+        do {
+            guard let n = try consumer.partitionCount(topic, within: connectTimeout, shouldStop: { Shutdown.isRequested }) else {
+                throw CLIError(code: ExitCode.unavailable, message: "interrupted while reaching the Kafka cluster")
             }
+            count = n
+        } catch let error as KafkaError {
+            throw CLIError(code: ExitCode.unavailable, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(connectTimeout): \(error)")
         }
         let all = Array(0..<Int32(count))
         let partitions = chosen ?? all

@@ -241,7 +241,7 @@ final class RDKafkaConsumer {
             guard left > .zero else {
                 throw KafkaError(.timedOut, "reading \(tp) at offset \(offset): no answer within \(timeoutMilliseconds) ms")
             }
-            let wait = Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let wait = left.wholeMilliseconds &+ 1
             guard let message = rd_kafka_consume(rkt, tp.partition, wait) else { continue }
             defer { rd_kafka_message_destroy(message) }
             let m = message.pointee
