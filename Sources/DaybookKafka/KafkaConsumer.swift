@@ -16,9 +16,16 @@ public struct ConsumedMessage: @unchecked Sendable {
     }
 
     /// A message made in process, with copies of the bytes (tests, the fuzzer).
-    init(topicPartition: TopicPartition, offset: Int64, key: [UInt8], value: [UInt8], headers: [(String, [UInt8])]) {
-        self.init(topicPartition: topicPartition, offset: offset, storage: MessageStorage(key: key, value: value, headers: headers))
+    init(topicPartition: TopicPartition, offset: Int64, key: [UInt8], value: [UInt8], headers: [(String, [UInt8])],
+         timestamp: Int64? = nil) {
+        self.init(topicPartition: topicPartition, offset: offset,
+                  storage: MessageStorage(key: key, value: value, headers: headers, timestamp: timestamp))
     }
+
+    /// When the message was produced (Kafka's CreateTime, or the broker's LogAppendTime if
+    /// the topic says so), in ms since 1970; nil if the message has no timestamp. It is part
+    /// of the log: a rebuild reads the same value.
+    public var timestamp: Int64? { storage.timestamp }
 
     /// The payload's length in bytes.
     public var valueCount: Int { storage.value.count }

@@ -280,22 +280,28 @@ final class MessageStorage {
     private let ownedHeaders: [(String, [UInt8])]
     let key: UnsafeRawBufferPointer
     let value: UnsafeRawBufferPointer
+    /// The message's timestamp (ms since 1970), nil if it has none.
+    let timestamp: Int64?
 
     init(_ message: UnsafeMutablePointer<rd_kafka_message_t>, client: RDKafkaClient) {
         self.message = message
         self.client = client
         owned = nil
         ownedHeaders = []
+        var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let ms = rd_kafka_message_timestamp(message, &type)
+        timestamp = type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ms < 0 ? nil : ms
         let m = message.pointee
         key = m.key.map { UnsafeRawBufferPointer(start: $0, count: m.key_len) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
         value = m.payload.map { UnsafeRawBufferPointer(start: $0, count: m.len) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
     /// A copy of `key` and `value` in one allocation.
-    init(key: [UInt8], value: [UInt8], headers: [(String, [UInt8])]) {
+    init(key: [UInt8], value: [UInt8], headers: [(String, [UInt8])], timestamp: Int64?) {
         message = nil
         client = nil
         ownedHeaders = headers
+        self.timestamp = timestamp
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, key.count + value.count), alignment: 1)
         bytes.copyBytes(from: key)
         UnsafeMutableRawBufferPointer(rebasing: bytes[key.count...]).copyBytes(from: value)
