@@ -88,24 +88,47 @@ public struct Sample: Hashable, Sendable {
     public var isInstant: Bool { start == end }
 }
 
+/// A source's word that it synced: "I am alive as of `at`", whether or not it had
+/// anything new. Silence detection asserts on these, not on samples: a user who rested
+/// sends no samples but still checks in.
+public struct CheckIn: Hashable, Sendable {
+    public var user: String
+    public var source: String
+    public var at: Instant
+    /// The metrics the source syncs, if the producer said (nil: not said).
+    public var metrics: [Metric]?
+
+    public init(user: String, source: String, at: Instant, metrics: [Metric]? = nil) {
+        self.user = user
+        self.source = source
+        self.at = at
+        self.metrics = metrics
+    }
+}
+
 /// An entry of the `health-samples` log (event format version 1).
 public enum Event: Hashable, Sendable {
     /// Adds a sample, or replaces the sample with the same (user, uuid).
     case sampleAdded(Sample)
     /// Removes a sample and leaves a tombstone so that it can never come back.
     case sampleDeleted(user: String, uuid: String)
+    /// A source synced (see `CheckIn`); it changes no totals, only the sync state.
+    case sourceCheckedIn(CheckIn)
 
     public var user: String {
         switch self {
         case .sampleAdded(let s): return s.user
         case .sampleDeleted(let user, _): return user
+        case .sourceCheckedIn(let c): return c.user
         }
     }
 
-    public var uuid: String {
+    /// The sample the event is about; nil for a check-in.
+    public var uuid: String? {
         switch self {
         case .sampleAdded(let s): return s.uuid
         case .sampleDeleted(_, let uuid): return uuid
+        case .sourceCheckedIn: return nil
         }
     }
 }

@@ -88,10 +88,41 @@ public struct EventDecoder: Sendable {
             return .sampleAdded(try decodeSample(sample, user: user))
         case "sample-deleted":
             return try deletion(user: user, uuid: try nonEmpty(json, "uuid", path: "uuid"))
+        case "source-checked-in":
+            return .sourceCheckedIn(try decodeCheckIn(json, user: user))
         default:
             throw EventError(code: .unknownType, field: "type",
-                             message: "\(JSONWriter.quoted(type)) is not an event type; use sample-added or sample-deleted")
+                             message: "\(JSONWriter.quoted(type)) is not an event type; use sample-added, sample-deleted or source-checked-in")
         }
+    }
+
+    private func decodeCheckIn(_ json: JSONValue, user: String) throws(EventError) -> CheckIn {
+        try requireNFC(user, path: "user")
+        let source = try nonEmpty(json, "source", path: "source")
+        try requireNFC(source, path: "source")
+        let at = try time(try string(json, "at", path: "at"), path: "at")
+        var metrics: [Metric]?
+        switch json["metrics"] {
+        case nil, .null?:
+            metrics = nil
+        case .array(let items)?:
+            var list: [Metric] = []
+            for (i, item) in items.enumerated() {
+                guard case .string(let name) = item else {
+                    throw EventError(code: .wrongType, field: "metrics[\(i)]", message: "must be a metric name (a string), got \(item.summary)")
+                }
+                guard let metric = Metric(rawValue: name) else {
+                    let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw EventError(code: .unknownMetric, field: "metrics[\(i)]",
+                                     message: "\(JSONWriter.quoted(name)) is not a metric; use one of \(names)")
+                }
+                if !list.contains(metric) { list.append(metric) }
+            }
+            metrics = list.sorted()
+        case let other?:
+            throw EventError(code: .wrongType, field: "metrics", message: "must be an array of metric names, got \(other.summary)")
+        }
+        return CheckIn(user: user, source: source, at: at, metrics: metrics)
     }
 
     private func decodeSample(_ s: JSONValue, user: String) throws(EventError) -> Sample {

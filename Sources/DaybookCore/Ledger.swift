@@ -73,13 +73,14 @@ public final class Ledger {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         var unknown: [String: Set<String>] = [:]
         for event in events {
+            guard let uuid = event.uuid else { continue } // a check-in: no sample state
             let userID = event.user
             let isNew = lastUser?.id != userID && users[userID] == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
             if isNew { state.complete = try !store.hasEntries(user: userID) }
-            if !state.complete, state.uuids[event.uuid] == nil { unknown[userID, default: []].insert(event.uuid) }
+            if !state.complete, state.uuids[uuid] == nil { unknown[userID, default: []].insert(uuid) }
         }
         for (userID, uuids) in unknown {
             guard let state = users[userID] else { continue }
@@ -103,12 +104,12 @@ public final class Ledger {
         var ranges: [(UserState, String, Metric, ClosedRange<Int32>)] = []
         // 2. The samples near every version an event adds or replaces.
         for event in events {
-            guard let state = users[event.user], !state.complete else { continue }
+            guard let uuid = event.uuid, let state = users[event.user], !state.complete else { continue }
             if case .sampleAdded(let sample) = event {
                 ranges.append((state, event.user, sample.metric,
                                Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric)))
             }
-            if case .live(let metric, let seq)? = state.uuids[event.uuid], let r = state.metrics[metric]?.records[seq] {
+            if case .live(let metric, let seq)? = state.uuids[uuid], let r = state.metrics[metric]?.records[seq] {
                 ranges.append((state, event.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric)))
             }
         }
@@ -224,6 +225,8 @@ public final class Ledger {
             let state = user(userID)
             changed = remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
             state.uuids[uuid] = .tombstoned
+        case .sourceCheckedIn:
+            return false // sync state, kept beside the ledger (`SyncState`): no totals change
         }
         return changed
     }

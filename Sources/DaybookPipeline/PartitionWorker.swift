@@ -60,7 +60,7 @@ final class PartitionWorker {
         }
         let decoder = EventDecoder()
         var deadLetters: [Shard.DeadLetter] = []
-        var events: [(event: Event, position: Int64)] = []
+        var events: [(event: Event, position: Int64, deliveredAt: Instant?)] = []
         events.reserveCapacity(messages.count)
         for message in messages {
             guard message.offset >= from else {
@@ -86,7 +86,7 @@ final class PartitionWorker {
                                                         code: "key_mismatch"))
                     continue
                 }
-                events.append((event, message.offset))
+                events.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
             }
         }
         let result = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, last.offset + 1))

@@ -31,7 +31,10 @@ public final class ShardProjection {
     /// `deadLetters` and `nextPosition` as one transaction. Events at positions below
     /// `rereadBelow` were applied before and are re-read (`Ledger.reapply`: nothing steps
     /// back, their days are recomputed).
-    public func apply(_ events: [(event: Event, position: Int64)], deadLetters: [Shard.DeadLetter] = [],
+    ///
+    /// Each event's `deliveredAt` (its Kafka timestamp; nil from a file) is when a
+    /// `sample-added` showed its source alive, for the sync state (`SourceSync`).
+    public func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter] = [],
                       rereadBelow: Int64 = .min, nextPosition: Int64) throws -> Outcome {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
@@ -44,7 +47,7 @@ public final class ShardProjection {
         }
         var outcome = Outcome()
         var dirty = Set<DayKey>()
-        for (event, position) in events {
+        for (event, position, deliveredAt) in events {
             let changed = position < rereadBelow ? ledger.reapply(event, at: position, dirty: &dirty)
                                                  : ledger.apply(event, at: position, dirty: &dirty)
             switch event {
@@ -52,6 +55,11 @@ public final class ShardProjection {
                 if changed { batch.upserts.append((sample, position)) }
             case .sampleDeleted(let user, let uuid):
                 batch.deletes.append((user, uuid))
+            case .sourceCheckedIn:
+                break
+            }
+            if let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
+                batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
             }
             outcome.applied += 1
         }

@@ -86,6 +86,16 @@ public final class Shard {
         ALTER TABLE dead_letters ADD COLUMN replayed_partition INTEGER;
         ALTER TABLE dead_letters ADD COLUMN replayed_offset INTEGER;
         """),
+        // Freshness: per (user, source) the last check-in, the last sample delivered (Kafka
+        // timestamp), the newest sample end and its zone, and the metrics it syncs (a bit
+        // per `Metric.storageCode`). Each column only moves forward (`SourceSync.merge`),
+        // written in the batch's transaction. A shard built before this has no row until
+        // its pairs speak again; a rebuild fills it from the log.
+        ("004-sync-state", """
+        CREATE TABLE sync_state (user TEXT NOT NULL, source TEXT NOT NULL, last_check_in_ns INTEGER,
+                                 last_sample_ns INTEGER, newest_end_ns INTEGER, newest_zone TEXT,
+                                 metrics INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user, source)) WITHOUT ROWID;
+        """),
     ]
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
@@ -264,6 +274,8 @@ public final class Shard {
         public var deletes: [(user: String, uuid: String)] = []
         public var rows: [DayKey: DayTotal?] = [:]
         public var deadLetters: [DeadLetter] = []
+        /// What the batch's events say about each (user, source) pair, merged into the stored state.
+        public var sync: [SyncKey: SourceSync] = [:]
         /// The offset after the last message of the batch.
         public var nextOffset: Int64
 
@@ -341,6 +353,7 @@ public final class Shard {
                 newSpan = longest
             }
             try writeRows(batch.rows, offset: batch.nextOffset)
+            try writeSync(batch.sync.values)
             let letter = try database.statement("""
                 INSERT OR IGNORE INTO dead_letters (topic, partition, offset, key, payload, reason, code, recorded_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'))
@@ -415,6 +428,36 @@ public final class Shard {
                 try upsert.bind(8, count)
             }
             try upsert.bind(9, offset)
+            try upsert.run()
+        }
+    }
+
+    /// Merges pairs into `sync_state`: each column keeps the later value (NULL never wins).
+    private func writeSync(_ pairs: some Collection<SourceSync>) throws {
+        guard !pairs.isEmpty else { return }
+        let upsert = try database.statement("""
+            INSERT INTO sync_state (user, source, last_check_in_ns, last_sample_ns, newest_end_ns, newest_zone, metrics)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (user, source) DO UPDATE SET
+              last_check_in_ns = CASE WHEN last_check_in_ns IS NULL OR excluded.last_check_in_ns > last_check_in_ns
+                                      THEN coalesce(excluded.last_check_in_ns, last_check_in_ns) ELSE last_check_in_ns END,
+              last_sample_ns = CASE WHEN last_sample_ns IS NULL OR excluded.last_sample_ns > last_sample_ns
+                                    THEN coalesce(excluded.last_sample_ns, last_sample_ns) ELSE last_sample_ns END,
+              newest_zone = CASE WHEN excluded.newest_end_ns IS NOT NULL AND (newest_end_ns IS NULL OR excluded.newest_end_ns > newest_end_ns
+                                      OR (excluded.newest_end_ns = newest_end_ns AND excluded.newest_zone > coalesce(newest_zone, '')))
+                                 THEN excluded.newest_zone ELSE newest_zone END,
+              newest_end_ns = CASE WHEN newest_end_ns IS NULL OR excluded.newest_end_ns > newest_end_ns
+                                   THEN coalesce(excluded.newest_end_ns, newest_end_ns) ELSE newest_end_ns END,
+              metrics = metrics | excluded.metrics
+            """)
+        for pair in pairs {
+            try upsert.bind(1, pair.user)
+            try upsert.bind(2, pair.source)
+            for (index, instant) in [(Int32(3), pair.lastCheckIn), (4, pair.lastSampleDelivered), (5, pair.newestSampleEnd)] {
+                if let instant { try upsert.bind(index, instant.nanoseconds) } else { try upsert.bindNull(index) }
+            }
+            if let zone = pair.zone { try upsert.bind(6, zone) } else { try upsert.bindNull(6) }
+            try upsert.bind(7, SyncStateColumns.bits(pair.metrics))
             try upsert.run()
         }
     }

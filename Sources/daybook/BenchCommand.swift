@@ -242,14 +242,7 @@ struct SyntheticLog {
         return out
     }
 
-    static func jsonLine(_ event: Event) -> String {
-        switch event {
-        case .sampleAdded(let s):
-            return "{\"type\":\"sample-added\",\"user\":\(JSONWriter.quoted(s.user)),\"sample\":{\"uuid\":\(JSONWriter.quoted(s.uuid)),\"metric\":\"\(s.metric.rawValue)\",\"source\":\(JSONWriter.quoted(s.source)),\"start\":\"\(s.start)\",\"end\":\"\(s.end)\",\"value\":\(JSONWriter.number(s.value)),\"unit\":\"\(s.metric.canonicalUnit)\",\"zone\":\"\(s.zone)\"}}"
-        case .sampleDeleted(let user, let uuid):
-            return "{\"type\":\"sample-deleted\",\"user\":\(JSONWriter.quoted(user)),\"uuid\":\(JSONWriter.quoted(uuid))}"
-        }
-    }
+    static func jsonLine(_ event: Event) -> String { event.jsonLine }
 }
 
 /// SplitMix64: a tiny, fast, repeatable random number generator.

@@ -12,9 +12,11 @@ struct DaybookConfiguration {
     /// partitions of the process. Default 32; 0 keeps nothing between batches (slow: every
     /// batch reads its users back from the shards).
     var cacheMegabytes = 32
+    /// `freshness`: each source's silence threshold and page fraction, and the canaries.
+    var freshness = FreshnessPolicy()
 
     /// The members a configuration file may have at its top level.
-    static let sections = ["priority", "kafka", "state"]
+    static let sections = ["priority", "kafka", "state", "freshness"]
 
     /// Reads `path` (or returns the defaults for nil). `brokers` overrides bootstrap.servers.
     ///
@@ -46,6 +48,7 @@ struct DaybookConfiguration {
                 config.priority = try SourcePriority(configuration: json)
                 if let kafka = json["kafka"] { try config.readKafka(kafka, environment: resolvingSecrets ? environment : nil) }
                 if let state = json["state"] { try config.readState(state) }
+                if let freshness = json["freshness"] { try config.readFreshness(freshness) }
             } catch let error as ConfigurationError {
                 throw CLIError(code: ExitCode.config, message: "\(path): \(error)")
             }
@@ -121,6 +124,69 @@ struct DaybookConfiguration {
             default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb")
             }
         }
+    }
+
+    /// Reads `freshness`: `default` and each of `sources` is `{"threshold": "36h" | "never",
+    /// "page_fraction": 0.25}` (a source's missing member is the default's); `canaries` is a
+    /// list of `{"user": U, "source": S}`.
+    private mutating func readFreshness(_ section: JSONValue) throws {
+        let members = try object(section, "freshness")
+        for key in members.keys.sorted() where !["default", "sources", "canaries"].contains(key) {
+            throw ConfigurationError(field: "freshness.\(key)", message: "unknown setting; use default, sources, canaries")
+        }
+        if let d = members["default"] { freshness.defaultRule = try rule(d, "freshness.default", base: freshness.defaultRule) }
+        if let sources = members["sources"] {
+            for (name, value) in try object(sources, "freshness.sources") {
+                freshness.sources[name] = try rule(value, "freshness.sources.\(name)", base: freshness.defaultRule)
+            }
+        }
+        if let canaries = members["canaries"] {
+            guard case .array(let items) = canaries else {
+                throw ConfigurationError(field: "freshness.canaries", message: "must be a list of {\"user\": U, \"source\": S}, got \(canaries.summary)")
+            }
+            var seen = Set<SyncKey>()
+            for (i, item) in items.enumerated() {
+                let path = "freshness.canaries[\(i)]"
+                let o = try object(item, path)
+                for key in o.keys.sorted() where key != "user" && key != "source" {
+                    throw ConfigurationError(field: "\(path).\(key)", message: "unknown member; a canary is {\"user\": U, \"source\": S}")
+                }
+                guard let user = o["user"], let source = o["source"] else {
+                    throw ConfigurationError(field: path, message: "needs both user and source: a canary is one (user, source) pair that never checks in")
+                }
+                let canary = SyncKey(user: try string(user, "\(path).user"), source: try string(source, "\(path).source"))
+                guard seen.insert(canary).inserted else {
+                    throw ConfigurationError(field: path, message: "lists \(JSONWriter.quoted(canary.user))/\(JSONWriter.quoted(canary.source)) a second time")
+                }
+                freshness.canaries.append(canary)
+            }
+        }
+    }
+
+    private func rule(_ value: JSONValue, _ path: String, base: FreshnessPolicy.Rule) throws -> FreshnessPolicy.Rule {
+        var rule = base
+        for (key, v) in try object(value, path) {
+            switch key {
+            case "threshold":
+                let text = try string(v, "\(path).threshold")
+                if text == "never" {
+                    rule.threshold = nil
+                } else {
+                    guard let seconds = DurationText.seconds(text) else {
+                        throw ConfigurationError(field: "\(path).threshold", message: "\(JSONWriter.quoted(text)) is not a duration: give \(DurationText.rule), or \"never\"")
+                    }
+                    rule.threshold = .seconds(seconds)
+                }
+            case "page_fraction":
+                guard case .number(let f) = v, f >= 0, f <= 1 else {
+                    throw ConfigurationError(field: "\(path).page_fraction", message: "must be a number from 0 to 1 (the share of the source's users that must be stale to page), got \(v.summary)")
+                }
+                rule.pageFraction = f
+            default:
+                throw ConfigurationError(field: "\(path).\(key)", message: "unknown setting; use threshold, page_fraction")
+            }
+        }
+        return rule
     }
 
     private func string(_ v: JSONValue, _ path: String) throws -> String {

@@ -410,6 +410,7 @@ enum DLQCommand: Subcommand {
         switch event {
         case .sampleAdded(let s): return "sample-added of user \(TerminalText.escaped(JSONWriter.quoted(s.user))), uuid \(TerminalText.escaped(JSONWriter.quoted(s.uuid)))"
         case .sampleDeleted(let user, let uuid): return "sample-deleted of user \(TerminalText.escaped(JSONWriter.quoted(user))), uuid \(TerminalText.escaped(JSONWriter.quoted(uuid)))"
+        case .sourceCheckedIn(let c): return "source-checked-in of user \(TerminalText.escaped(JSONWriter.quoted(c.user))), source \(TerminalText.escaped(JSONWriter.quoted(c.source)))"
         }
     }
 }

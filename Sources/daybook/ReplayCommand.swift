@@ -121,25 +121,13 @@ enum ReplayCommand: Subcommand {
             return .time(milliseconds: ms, described: "\(instant)")
         }
         let text = arguments.value("--by-duration") ?? ""
-        guard let seconds = duration(text) else {
+        guard let seconds = DurationText.seconds(text) else {
             throw CLIError.usage("--by-duration '\(TerminalText.escaped(text))' is not a duration: give a whole number from 1 and a unit, s, m, h or d (e.g. 90s, 15m, 6h, 7d)")
         }
         let nowMilliseconds = Int64((now.timeIntervalSince1970 * 1_000).rounded(.down))
         let ms = max(0, nowMilliseconds - seconds * 1_000)
         return .time(milliseconds: ms, described: "\(Instant(nanoseconds: ms * 1_000_000)) (now - \(text))")
     }
-
-    /// Seconds of `90s`, `15m`, `6h`, `7d` (at most 100 years); nil for anything else.
-    static func duration(_ text: String) -> Int64? {
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
-        guard let unit = text.last.flatMap({ units[$0] }) else { return nil }
-        let digits = text.dropLast()
-        guard !digits.isEmpty, digits.count <= 12, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let n = Int64(digits), n >= 1 else { return nil }
-        let seconds = n * unit
-        return seconds <= 100 * 365 * 86_400 ? seconds : nil
-    }
-
 
     /// One partition's plan.
     struct Plan {

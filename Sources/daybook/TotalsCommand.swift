@@ -20,6 +20,17 @@ enum TotalsCommand: Subcommand {
     row per day with what each source contributed, and days without data as 'no data' —
     never 0. Safe to run while a projector writes.
 
+    UNKNOWN, not zero: a day after the last sign of life (check-in, or delivered sample)
+    of a source that speaks for the metric is 'unknown' — its data may still come. table
+    prints the word (after the total if there is one, naming the silent source and since
+    when); json adds "unknown":["phone"] to the day's line, and prints such a day without
+    a row as {"user","metric","day","unknown"}; csv fills the last column. 'no data' means
+    every such source has checked in since and nothing was recorded. Days are listed from
+    --from to --to (else from the first to the last row): give --to (e.g. today) to see
+    the days after the last row, and --user with --from and --to to see every metric the
+    user's sources sync, rows or not. A source's day is counted in the zone of its newest
+    sample (UTC if it never sent one).
+
     EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
     not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
     projector rebuilds it); 74 storage failure.
@@ -49,68 +60,133 @@ enum TotalsCommand: Subcommand {
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
 
         let rows: [DayTotal]
+        let reader = ShardReader(directory: data)
+        var freshness = Freshness(reader: reader)
+        var groups: [Group] = []
         do {
-            rows = try ShardReader(directory: data).totals(query)
+            rows = try reader.totals(query)
+            groups = try Self.groups(rows, query: query, freshness: &freshness)
         } catch {
             throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
         }
         var out = OutputBuffer()
         switch format {
         case "json":
-            for row in rows { out.line(row.jsonLine) }
+            for group in groups {
+                for day in group.days {
+                    if let row = day.row {
+                        out.line(day.unknown.isEmpty ? row.jsonLine : String(row.jsonLine.dropLast()) + ",\"unknown\":\(Self.jsonList(day.unknown.map(\.source)))}")
+                    } else if !day.unknown.isEmpty {
+                        out.line("{\"user\":\(JSONWriter.quoted(group.user)),\"metric\":\"\(group.metric.rawValue)\",\"day\":\"\(day.day)\",\"unknown\":\(Self.jsonList(day.unknown.map(\.source)))}")
+                    }
+                }
+            }
         case "csv":
-            out.line("user,metric,day,value,min,max,avg,count,sources")
-            for row in rows {
-                let k = row.key
-                switch row.summary {
-                case .cumulative(let v, let shares):
-                    let s = shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ";")
-                    out.line("\(TerminalText.csvField(k.user)),\(k.metric.rawValue),\(k.day),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s))")
-                case .discrete(let lo, let hi, let avg, let n):
-                    out.line("\(TerminalText.csvField(k.user)),\(k.metric.rawValue),\(k.day),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),")
+            out.line("user,metric,day,value,min,max,avg,count,sources,unknown")
+            for group in groups {
+                for day in group.days where day.row != nil || !day.unknown.isEmpty {
+                    let unknown = TerminalText.csvField(day.unknown.map(\.source).joined(separator: ";"))
+                    let lead = "\(TerminalText.csvField(group.user)),\(group.metric.rawValue),\(day.day)"
+                    switch day.row?.summary {
+                    case .cumulative(let v, let shares)?:
+                        let s = shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ";")
+                        out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(unknown)")
+                    case .discrete(let lo, let hi, let avg, let n)?:
+                        out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(unknown)")
+                    case nil:
+                        out.line("\(lead),,,,,,,\(unknown)")
+                    }
                 }
             }
         default:
-            table(rows, query: query, into: &out)
+            table(groups, into: &out)
         }
         out.flush()
         return ExitCode.ok
     }
 
-    /// One block per (user, metric); one line per day of the range, "no data" where empty.
-    static func table(_ rows: [DayTotal], query: ShardReader.Query, into out: inout OutputBuffer) {
-        guard !rows.isEmpty else {
+    static func jsonList(_ names: [String]) -> String {
+        "[" + names.map(JSONWriter.quoted).joined(separator: ",") + "]"
+    }
+
+    /// One (user, metric) block: every day of its range, with its row (if any) and the
+    /// sources silent since before it.
+    struct Group {
+        var user: String
+        var metric: Metric
+        var days: [(day: CivilDay, row: DayTotal?, unknown: [(source: String, lastSeen: CivilDay)])]
+    }
+
+    /// The sync state of each user, read once per user.
+    struct Freshness {
+        let reader: ShardReader
+        var pairs: [String: [SourceSync]] = [:]
+
+        mutating func of(_ user: String) throws -> [SourceSync] {
+            if let known = pairs[user] { return known }
+            let found = try reader.syncPairs(user: user)
+            pairs[user] = found
+            return found
+        }
+    }
+
+    /// Groups the rows by (user, metric); a block covers --from..--to, else its first to its
+    /// last row. Asked for one user and a whole range, a metric of theirs without rows still
+    /// gets its block, so unknown days show.
+    static func groups(_ rows: [DayTotal], query: ShardReader.Query, freshness: inout Freshness) throws -> [Group] {
+        var byKey: [(String, Metric, [DayTotal])] = []
+        for row in rows {
+            if let last = byKey.last, last.0 == row.key.user, last.1 == row.key.metric {
+                byKey[byKey.count - 1].2.append(row)
+            } else {
+                byKey.append((row.key.user, row.key.metric, [row]))
+            }
+        }
+        if let user = query.user, query.from != nil, query.to != nil {
+            let pairs = try freshness.of(user)
+            let spoken = pairs.contains { $0.metrics.isEmpty } ? Set(Metric.allCases) : Set(pairs.flatMap(\.metrics))
+            let metrics = query.metric.map { [$0] } ?? spoken.sorted()
+            for metric in metrics where !byKey.contains(where: { $0.1 == metric }) { byKey.append((user, metric, [])) }
+            byKey.sort { ($0.0, $0.1) < ($1.0, $1.1) }
+        }
+        var groups: [Group] = []
+        for (user, metric, days) in byKey {
+            guard let first = query.from ?? days.first?.key.day, let last = query.to ?? days.last?.key.day else { continue }
+            let pairs = try freshness.of(user)
+            var byDay: [CivilDay: DayTotal] = [:]
+            for d in days { byDay[d.key.day] = d }
+            var group = Group(user: user, metric: metric, days: [])
+            var day = first
+            while day <= last {
+                group.days.append((day, byDay[day], SourceSync.silentSources(pairs, metric: metric, day: day)))
+                day = day.adding(days: 1)
+            }
+            groups.append(group)
+        }
+        return groups
+    }
+
+    /// One block per (user, metric); one line per day of the range: the total, "no data"
+    /// (every source has checked in since, nothing recorded) or "unknown" (a source that
+    /// speaks for the metric has been silent since before that day).
+    static func table(_ groups: [Group], into out: inout OutputBuffer) {
+        guard !groups.isEmpty else {
             out.line("no data")
             return
         }
-        var groups: [(String, Metric, [DayTotal])] = []
-        for row in rows {
-            if let last = groups.last, last.0 == row.key.user, last.1 == row.key.metric {
-                groups[groups.count - 1].2.append(row)
-            } else {
-                groups.append((row.key.user, row.key.metric, [row]))
-            }
-        }
-        for (user, metric, days) in groups {
-            out.line("\(TerminalText.escaped(user)) · \(metric.rawValue) (\(metric.canonicalUnit))")
-            let first = query.from ?? days.first!.key.day
-            let last = query.to ?? days.last!.key.day
-            var byDay: [CivilDay: DayTotal] = [:]
-            for d in days { byDay[d.key.day] = d }
-            var day = first
-            while day <= last {
-                if let row = byDay[day] {
-                    switch row.summary {
-                    case .cumulative(let v, let shares):
-                        let parts = shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
-                        out.line("  \(day)  \(pad(DayTotal.format(v), 12))  \(parts)")
-                    case .discrete(let lo, let hi, let avg, let n):
-                        out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples")
-                    }
-                } else {
-                    out.line("  \(day)  \(pad("no data", 12))")
+        for group in groups {
+            out.line("\(TerminalText.escaped(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
+            for (day, row, unknown) in group.days {
+                let silent = unknown.map { "\(TerminalText.escaped($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
+                switch row?.summary {
+                case .cumulative(let v, let shares)?:
+                    let parts = shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
+                    out.line("  \(day)  \(pad(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
+                case .discrete(let lo, let hi, let avg, let n)?:
+                    out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
+                case nil:
+                    out.line("  \(day)  \(pad(unknown.isEmpty ? "no data" : "unknown", 12))" + (silent.isEmpty ? "" : "  \(silent)"))
                 }
-                day = day.adding(days: 1)
             }
         }
     }

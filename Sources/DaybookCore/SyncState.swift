@@ -1,0 +1,110 @@
+/// What the log says about one (user, source) pair's syncing: when it last checked in,
+/// when it last delivered a sample (the message's Kafka timestamp), the newest sample end
+/// it delivered, and the metrics it syncs.
+///
+/// Every field only moves forward and `merge` is a max per field, so the state after a set
+/// of events is the same in any order and with any event delivered twice: a rebuild, a
+/// replay and the live projector agree.
+public struct SourceSync: Hashable, Sendable {
+    public var user: String
+    public var source: String
+    /// The latest `at` of the pair's `source-checked-in` events.
+    public var lastCheckIn: Instant?
+    /// The latest Kafka timestamp of the pair's `sample-added` messages (none when the
+    /// events came from a file: `daybook rollup`).
+    public var lastSampleDelivered: Instant?
+    /// The latest end of a sample the pair delivered (deleted or not: a delivery is a fact).
+    public var newestSampleEnd: Instant?
+    /// The zone of that newest sample: the pair's civil days are counted in it.
+    public var zone: String?
+    /// Metrics the pair syncs: named by its check-ins or seen in its samples. Empty: not known.
+    public var metrics: Set<Metric>
+
+    public init(user: String, source: String, lastCheckIn: Instant? = nil, lastSampleDelivered: Instant? = nil,
+                newestSampleEnd: Instant? = nil, zone: String? = nil, metrics: Set<Metric> = []) {
+        self.user = user
+        self.source = source
+        self.lastCheckIn = lastCheckIn
+        self.lastSampleDelivered = lastSampleDelivered
+        self.newestSampleEnd = newestSampleEnd
+        self.zone = zone
+        self.metrics = metrics
+    }
+
+    /// The last sign of life: a check-in, or a delivered sample, whichever is later.
+    public var lastSeen: Instant? {
+        switch (lastCheckIn, lastSampleDelivered) {
+        case let (a?, b?): return max(a, b)
+        case let (a, b): return a ?? b
+        }
+    }
+
+    /// Whether the pair speaks for `metric` (a pair whose metrics are not known speaks for all).
+    public func covers(_ metric: Metric) -> Bool { metrics.isEmpty || metrics.contains(metric) }
+
+    /// The civil day of the last sign of life, in the zone of the pair's newest sample
+    /// (UTC when it never sent one). Days after it are unknown for the pair.
+    public var lastSeenDay: CivilDay? {
+        guard let seen = lastSeen else { return nil }
+        guard let rules = zone.flatMap(ZoneRules.named) ?? ZoneRules.named("UTC") else {
+            return CivilDay(number: Int32(floorDiv(seen.nanoseconds, Instant.nanosPerDay)))
+        }
+        return rules.day(of: seen)
+    }
+
+    /// The sources among `pairs` (one user's) that speak for `metric` and have been silent
+    /// since before `day`: their data for that day may still come, so the day is unknown
+    /// rather than a total or "no data". A pair that never gave a time (a log read from a
+    /// file) claims nothing.
+    /// Returns each such source with the day it was last heard from, by source.
+    public static func silentSources(_ pairs: [SourceSync], metric: Metric, day: CivilDay) -> [(source: String, lastSeen: CivilDay)] {
+        pairs.compactMap { pair -> (String, CivilDay)? in
+            guard pair.covers(metric), let seen = pair.lastSeenDay, day > seen else { return nil }
+            return (pair.source, seen)
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    /// Combines two states of the same pair: the later of each fact.
+    public mutating func merge(_ other: SourceSync) {
+        lastCheckIn = SourceSync.later(lastCheckIn, other.lastCheckIn)
+        lastSampleDelivered = SourceSync.later(lastSampleDelivered, other.lastSampleDelivered)
+        if let end = other.newestSampleEnd {
+            // Ties go to the greater zone name, so the order of merging never matters.
+            if newestSampleEnd.map({ end > $0 || (end == $0 && (other.zone ?? "") > (zone ?? "")) }) ?? true {
+                newestSampleEnd = end
+                zone = other.zone
+            }
+        }
+        metrics.formUnion(other.metrics)
+    }
+
+    private static func later(_ a: Instant?, _ b: Instant?) -> Instant? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return max(a, b)
+    }
+
+    /// What one event says about its pair, if anything (a deletion names no source).
+    /// - Parameter deliveredAt: the message's Kafka timestamp, when it came from Kafka.
+    public static func signOfLife(_ event: Event, deliveredAt: Instant?) -> SourceSync? {
+        switch event {
+        case .sampleAdded(let s):
+            return SourceSync(user: s.user, source: s.source, lastSampleDelivered: deliveredAt,
+                              newestSampleEnd: s.end, zone: s.zone, metrics: [s.metric])
+        case .sourceCheckedIn(let c):
+            return SourceSync(user: c.user, source: c.source, lastCheckIn: c.at, metrics: Set(c.metrics ?? []))
+        case .sampleDeleted:
+            return nil
+        }
+    }
+}
+
+/// The pairs of a user, keyed for a batch's merge.
+public struct SyncKey: Hashable, Sendable {
+    public var user: String
+    public var source: String
+    public init(user: String, source: String) {
+        self.user = user
+        self.source = source
+    }
+}
