@@ -60,6 +60,7 @@ import Testing
                 switch e {
                 case .sampleAdded(let s): if !changed.isEmpty { upserts.append((s, Int64(i + j))) }
                 case .sampleDeleted(let u, let id): deletes.append((u, id))
+                case .sourceCheckedIn: break
                 }
                 dirty.formUnion(changed)
             }

@@ -200,13 +200,13 @@ struct LogGenerator {
         var positions: [String: [Int]] = [:]
         for (slot, original) in slots.enumerated() {
             let e = events[original]
-            positions["\(e.user)|\(e.uuid)", default: []].append(slot)
+            positions["\(e.user)|\(e.uuid ?? "")", default: []].append(slot)
         }
         var out = events
         var next: [String: Int] = [:]
         var sortedPositions = positions.mapValues { $0.sorted() }
         for e in events {
-            let key = "\(e.user)|\(e.uuid)"
+            let key = "\(e.user)|\(e.uuid ?? "")"
             let k = next[key, default: 0]
             out[sortedPositions[key]![k]] = e
             next[key] = k + 1
@@ -245,7 +245,7 @@ struct Reference {
         var live: [String: (sample: Sample, seq: Int)] = [:]
         var tombstones: Set<String> = []
         for (i, e) in events.enumerated() {
-            let key = "\(e.user)|\(e.uuid)"
+            let key = "\(e.user)|\(e.uuid ?? "")"
             switch e {
             case .sampleAdded(let s):
                 if tombstones.contains(key) { continue }
@@ -254,6 +254,8 @@ struct Reference {
             case .sampleDeleted:
                 tombstones.insert(key)
                 live[key] = nil
+            case .sourceCheckedIn:
+                continue
             }
         }
         var sums: [String: Double] = [:]

@@ -29,6 +29,7 @@ import Testing
                 switch e {
                 case .sampleAdded(let s): if changed { upserts.append((s, Int64(i + j))) }
                 case .sampleDeleted(let u, let id): deletes.append((u, id))
+                case .sourceCheckedIn: break
                 }
             }
             for (key, total) in ledger.recompute(dirty) { rows[key] = total }

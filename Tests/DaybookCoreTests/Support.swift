@@ -43,6 +43,7 @@ func naiveAndMax(_ events: [Event]) -> (sum: Double, max: Double) {
         switch e {
         case .sampleAdded(let s): live[s.uuid] = s.value
         case .sampleDeleted(_, let uuid): live[uuid] = nil
+        case .sourceCheckedIn: break
         }
     }
     return (live.values.reduce(0, +), live.values.max() ?? 0)

@@ -80,7 +80,7 @@ import Testing
         #expect(messages.count == 36)
         var first: [String: [Int32: Int64]] = [:]
         for m in messages {
-            let wave = String(try EventDecoder().decode(String(decoding: m.value, as: UTF8.self)).uuid.prefix(1))
+            let wave = String(try EventDecoder().decode(String(decoding: m.value, as: UTF8.self)).uuid?.prefix(1) ?? "")
             first[wave, default: [:]][m.topicPartition.partition] = min(first[wave]?[m.topicPartition.partition] ?? .max, m.offset)
         }
         try #require(first["b"]?.count == 3 && first["c"]?.count == 3, "a wave missed a partition: \(first)")

@@ -124,7 +124,7 @@ import Testing
             guard line.hasPrefix("| "), let code = Int(line.dropFirst(2).prefix { $0 != " " }) else { return nil }
             return code
         })
-        #expect(documented == [0, 1, 64, 65, 66, 69, 70, 74, 75, 76, 78])
+        #expect(documented == [0, 1, 3, 64, 65, 66, 69, 70, 74, 75, 76, 78])
         let help = try Daybook.run(["help"])
         let commands = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "COMMANDS:" }.dropFirst()
             .prefix { !$0.isEmpty }.compactMap { $0.split(separator: " ").first.map(String.init) }

@@ -90,6 +90,7 @@ import Testing
                 switch e {
                 case .sampleAdded(let s): if !changed.isEmpty { commit.upserts.append((s, Int64(i + j))) }
                 case .sampleDeleted(let u, let id): commit.deletes.append((u, id))
+                case .sourceCheckedIn: break
                 }
                 dirty.formUnion(changed)
             }

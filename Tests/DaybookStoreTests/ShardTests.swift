@@ -98,6 +98,7 @@ func temporaryDirectory() throws -> String {
             switch e {
             case .sampleAdded(let s): batch.upserts.append((s, Int64(i)))
             case .sampleDeleted(let u, let id): batch.deletes.append((u, id))
+            case .sourceCheckedIn: break
             }
         }
         batch.rows = ledger.recompute(dirty)
