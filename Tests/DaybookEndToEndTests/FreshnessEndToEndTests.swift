@@ -1,0 +1,169 @@
+import DaybookCore
+import DaybookTestSupport
+import Foundation
+import Testing
+
+/// Check-ins through Kafka into the shards' sync state, `daybook stale`, canaries and
+/// `unknown` days in `totals`, as processes against `daybook broker`.
+@Suite(.serialized) struct FreshnessEndToEndTests {
+    let scratch = TemporaryDirectory()
+
+    static let hour: Int64 = 3_600
+
+    /// watch 12 h, phone 24 h, anything else 36 h; page at half of a source's users; two canaries.
+    static func config(watchThreshold: String = "12h") -> String {
+        """
+        {"freshness":{"default":{"threshold":"36h","page_fraction":0.5},
+          "sources":{"watch":{"threshold":"\(watchThreshold)"},"phone":{"threshold":"24h"}},
+          "canaries":[{"user":"canary-w","source":"watch"},{"user":"canary-p","source":"phone"}]}}
+        """
+    }
+
+    static func checkIn(_ user: String, _ source: String, _ at: Instant, metrics: [Metric]? = nil) -> String {
+        Event.sourceCheckedIn(CheckIn(user: user, source: source, at: at, metrics: metrics)).jsonLine
+    }
+
+    static func sample(_ user: String, _ uuid: String, _ source: String, _ start: Instant, minutes: Int64, _ value: Double, zone: String) -> String {
+        Event.sampleAdded(Sample(user: user, uuid: uuid, metric: .steps, source: source, start: start,
+                                 end: Instant(seconds: start.nanoseconds / 1_000_000_000 + minutes * 60), value: value, zone: zone)).jsonLine
+    }
+
+    func publish(_ lines: [String], to broker: BrokerProcess) throws {
+        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(lines.joined(separator: "\n") + "\n")])
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
+    func project(_ broker: BrokerProcess, _ dir: String) throws {
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up"])
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+    }
+
+    static func names(_ list: Any?) -> [String] {
+        (list as? [[String: Any]] ?? []).map { "\($0["user"] ?? "")/\($0["source"] ?? "")" }
+    }
+
+    /// Samples are published at t0 (their Kafka timestamps: a sign of life then); check-ins
+    /// carry their own `at`. Judged at now = t0 + 3 days:
+    /// - ana/watch: samples, check-in t0+68h → silent 4 h < 12 h: fresh
+    /// - ana/phone: samples, check-in t0+24h → silent 48 h > 24 h: STALE
+    /// - bob/watch: check-in only, t0+61h → 11 h < 12 h: fresh
+    /// - bob/phone: check-in only, t0+54h → 18 h < 24 h: fresh (a user who rested: no samples, not silent)
+    /// - cai/watch: samples only (no check-in) → silent ~72 h > 12 h: STALE
+    /// - dan/scale: check-in t0+40h → 32 h < 36 h (the default): fresh
+    /// - canary-w/watch: one check-in at t0−10 days; canary-p/phone: never
+    /// Sources: watch 1 of 3 stale (ana, bob, cai), phone 1 of 2 (pages at 0.5), scale 0 of 1.
+    @Test(.timeLimit(.minutes(3))) func staleListsExactlyTheSilentPairsAndARebuildAgrees() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "4"])
+        defer { _ = broker.stop() }
+        let t0 = Int64(Date().timeIntervalSince1970)
+        let at = { (hours: Int64) in Instant(seconds: t0 + hours * Self.hour) }
+        // ana's walk the day before t0 (Berlin): the watch 3,000 over 09:00–10:00, the phone
+        // 2,000 over 09:30–10:30; the watch wins 09:00–10:00 and the phone keeps 10:00–10:30
+        // = 1,000, so 4,000 (naive sum 5,000, max 3,000).
+        let berlin = ZoneRules.named("Europe/Berlin")!
+        let yesterday = berlin.day(of: Instant(seconds: t0)).adding(days: -1)
+        let nine = Instant(nanoseconds: berlin.bounds(of: yesterday).start.nanoseconds + 9 * Self.hour * 1_000_000_000)
+        let lines = [
+            Self.sample("ana", "a-w", "watch", nine, minutes: 60, 3000, zone: "Europe/Berlin"),
+            Self.sample("ana", "a-p", "phone", Instant(nanoseconds: nine.nanoseconds + 1_800_000_000_000), minutes: 60, 2000, zone: "Europe/Berlin"),
+            Self.checkIn("ana", "watch", at(68)),
+            Self.checkIn("ana", "phone", at(24), metrics: [.steps]),
+            Self.checkIn("bob", "watch", at(61)),
+            Self.checkIn("bob", "phone", at(54), metrics: [.steps]),
+            Self.sample("cai", "c-w", "watch", nine, minutes: 30, 1200, zone: "UTC"),
+            Self.checkIn("dan", "scale", at(40)),
+            Self.checkIn("canary-w", "watch", at(-240)),
+        ]
+        try publish(lines, to: broker)
+        let dir = scratch.newPath("data")
+        try project(broker, dir)
+        let config = try scratch.file(Self.config(), suffix: ".json")
+        let now = "\(at(72))"
+
+        let stale = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json"])
+        #expect(stale.status == 1, "phone pages: \(stale.stdout) \(stale.stderr)")
+        let report = try Self.json(stale.stdout)
+        let listed = (report["stale"] as? [[String: Any]] ?? []).filter { $0["canary"] as? Bool == false }
+        #expect(Self.names(listed) == ["ana/phone", "cai/watch"], "\(stale.stdout)")
+        #expect(listed.first?["silent_seconds"] as? Int == Int(48 * Self.hour))
+        #expect(report["detector_ok"] as? Bool == true)
+        #expect(Self.names(report["canaries"]) == ["canary-w/watch", "canary-p/phone"])
+        let sources = Dictionary(uniqueKeysWithValues: (report["sources"] as? [[String: Any]] ?? []).map { ("\($0["source"] ?? "")", $0) })
+        #expect(sources["watch"]?["users"] as? Int == 3 && sources["watch"]?["stale"] as? Int == 1 && sources["watch"]?["pages"] as? Bool == false)
+        #expect(sources["phone"]?["users"] as? Int == 2 && sources["phone"]?["stale"] as? Int == 1 && sources["phone"]?["pages"] as? Bool == true)
+        #expect(sources["scale"]?["users"] as? Int == 1 && sources["scale"]?["stale"] as? Int == 0)
+
+        // The table says the same for people; --page-fraction moves the page line.
+        let table = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now])
+        #expect(table.status == 1)
+        #expect(table.stdout.contains("phone   ana       2d") && table.stdout.contains("canaries: all 2 reported stale"), "\(table.stdout)")
+        let calmer = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "phone=0.6"])
+        #expect(calmer.status == 0, "\(calmer.stdout)")
+        #expect(try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "0.3"]).status == 1)
+
+        // A rebuild from the log gives the same sync state, pair by pair and field by field.
+        let all = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json", "--all"])
+        let pairs = try Self.json(all.stdout)["pairs"] as? [[String: Any]] ?? []
+        #expect(pairs.count == 7, "\(all.stdout)")
+        // cai's watch never checked in: its sample's Kafka timestamp (publish time) is its last sign of life.
+        let cai = pairs.first { $0["user"] as? String == "cai" }
+        let delivered = (cai?["last_sample_delivered"] as? String).flatMap { try? Instant(rfc3339: $0) }
+        #expect(delivered.map { $0 >= Instant(seconds: t0) && $0 < Instant(seconds: t0 + 120) } == true, "\(String(describing: cai))")
+        #expect(cai?["last_seen"] as? String == cai?["last_sample_delivered"] as? String && cai?["last_check_in"] is NSNull)
+        let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(rebuild.status == 0, "\(rebuild.stderr)")
+        let again = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json", "--all"])
+        #expect(again.stdout == all.stdout)
+        #expect(FileManager.default.fileExists(atPath: dir + "/manifest.json"))
+
+        // totals: ana's phone is silent since t0+24h (a day in Berlin); the days after it are unknown.
+        let phoneDay = berlin.day(of: at(24))
+        let totals = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--metric", "steps", "--from", "\(yesterday)",
+                                      "--to", "\(phoneDay.adding(days: 2))", "--format", "json"])
+        let days = totals.stdout.split(separator: "\n").map(String.init)
+        #expect(days.first == #"{"user":"ana","metric":"steps","day":"\#(yesterday)","value":4000}"#, "\(totals.stdout)")
+        #expect(days.dropFirst() == [#"{"user":"ana","metric":"steps","day":"\#(phoneDay.adding(days: 1))","unknown":["phone"]}"#,
+                                     #"{"user":"ana","metric":"steps","day":"\#(phoneDay.adding(days: 2))","unknown":["phone"]}"#], "\(totals.stdout)")
+        let text = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--metric", "steps", "--from", "\(yesterday)", "--to", "\(phoneDay.adding(days: 1))"])
+        #expect(text.stdout.contains("  \(phoneDay)       no data\n"), "\(text.stdout)")
+        #expect(text.stdout.contains("  \(phoneDay.adding(days: 1))       unknown  phone silent since \(phoneDay)"), "\(text.stdout)")
+
+        // The negative twin: ana's phone checks in at t0+60h; nothing but cai is stale now, and nothing pages.
+        try publish([Self.checkIn("ana", "phone", at(60))], to: broker)
+        try project(broker, dir)
+        let twin = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json"])
+        #expect(twin.status == 0, "\(twin.stdout)")
+        let after = (try Self.json(twin.stdout)["stale"] as? [[String: Any]] ?? []).filter { $0["canary"] as? Bool == false }
+        #expect(Self.names(after) == ["cai/watch"])
+    }
+
+    @Test(.timeLimit(.minutes(2))) func aThresholdInTheWrongUnitFailsTheCanaryCheckLoudly() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        defer { _ = broker.stop() }
+        let t0 = Int64(Date().timeIntervalSince1970)
+        // canary-w checked in once, 10 days before now; a watch threshold of "36d" (meant: 36h)
+        // no longer finds it silent.
+        try publish([Self.checkIn("canary-w", "watch", Instant(seconds: t0 - 240 * Self.hour)),
+                     Self.checkIn("ana", "watch", Instant(seconds: t0 - Self.hour))], to: broker)
+        let dir = scratch.newPath("data")
+        try project(broker, dir)
+        let now = "\(Instant(seconds: t0))"
+        let right = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(Self.config(watchThreshold: "36h"), suffix: ".json"), "--now", now])
+        #expect(right.status == 0, "\(right.stdout) \(right.stderr)")
+        let wrong = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(Self.config(watchThreshold: "36d"), suffix: ".json"), "--now", now])
+        #expect(wrong.status == 3, "\(wrong.stdout) \(wrong.stderr)")
+        #expect(wrong.stderr.contains("DETECTOR BROKEN: 1 of 2 canaries not reported stale: canary-w/watch"), "\(wrong.stderr)")
+        #expect(wrong.stdout.contains("canaries: 1 of 2 NOT reported stale"), "\(wrong.stdout)")
+        // A bare number is no threshold at all: refused before anything is judged.
+        let unitless = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(Self.config(watchThreshold: "36"), suffix: ".json")])
+        #expect(unitless.status == 78 && unitless.stderr.contains("freshness.sources.watch.threshold: \"36\" is not a duration"), "\(unitless.stderr)")
+        // No canaries at all: a warning that nothing proves the detector fires. (canary-w is
+        // then an ordinary user, 1 of the watch's 2 stale under the built-in 36 h: it pages.)
+        let none = try Daybook.run(["stale", "--data", dir, "--now", now])
+        #expect(none.status == 1 && none.stderr.contains("no canaries configured"), "\(none.stderr)")
+    }
+}
