@@ -166,4 +166,33 @@ import Testing
         let none = try Daybook.run(["stale", "--data", dir, "--now", now])
         #expect(none.status == 1 && none.stderr.contains("no canaries configured"), "\(none.stderr)")
     }
+
+    @Test func badFreshnessSettingsAndOptionsAreRefusedByName() throws {
+        let dir = scratch.path
+        let configs: [(String, String)] = [
+            (#"{"freshness":{"sources":{"watch":{"threshold":"12 hours"}}}}"#, "freshness.sources.watch.threshold: \"12 hours\" is not a duration"),
+            (#"{"freshness":{"default":{"page_fraction":1.5}}}"#, "freshness.default.page_fraction: must be a number from 0 to 1"),
+            (#"{"freshness":{"default":{"treshold":"1h"}}}"#, "freshness.default.treshold: unknown setting; use threshold, page_fraction"),
+            (#"{"freshness":{"canaries":[{"user":"c"}]}}"#, "freshness.canaries[0]: needs both user and source"),
+            (#"{"freshness":{"canaries":[{"user":"c","source":"watch"},{"user":"c","source":"watch"}]}}"#, "freshness.canaries[1]: lists \"c\"/\"watch\" a second time"),
+            (#"{"freshness":{"canary":[]}}"#, "freshness.canary: unknown setting; use default, sources, canaries"),
+        ]
+        for (config, message) in configs {
+            let r = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(config, suffix: ".json")])
+            #expect(r.status == 78 && r.stderr.contains(message), "\(config): \(r.stderr)")
+        }
+        let options: [([String], Int32, String)] = [
+            (["--now", "yesterday"], 64, "--now 'yesterday' is not an RFC 3339 time"),
+            (["--page-fraction", "phone=2"], 64, "--page-fraction: '2' is not a number from 0 to 1"),
+            (["--page-fraction", "phone"], 64, "--page-fraction: 'phone' is not a number from 0 to 1"),
+            (["--page-fraction", "=0.1"], 64, "--page-fraction: '=0.1' is not SOURCE=F"),
+            (["--format", "csv"], 64, "--format 'csv' is not one of table, json"),
+        ]
+        for (extra, status, message) in options {
+            let r = try Daybook.run(["stale", "--data", dir] + extra)
+            #expect(r.status == status && r.stderr.contains(message), "\(extra): \(r.stderr)")
+        }
+        let missing = try Daybook.run(["stale", "--data", dir + "/nope"])
+        #expect(missing.status == 66 && missing.stderr.contains("no such data directory"), "\(missing.stderr)")
+    }
 }
