@@ -82,7 +82,9 @@ enum StaleCommand: Subcommand {
         if format == "json" {
             out.line(json(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil))
         } else {
-            table(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil, into: &out)
+            var lines: [String] = []
+            table(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil, into: &lines)
+            for line in lines { out.line(line) }
         }
         out.flush()
         if let path = arguments.value("--metrics-file") {
@@ -129,9 +131,9 @@ enum StaleCommand: Subcommand {
     }
 
     static func table(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?,
-                      into out: inout OutputBuffer) {
+                      into out: inout [String]) {
         let canaries = report.stale.filter(\.isCanary).count
-        out.line("stale as of \(report.now): \(report.stale.count - canaries) pair\(report.stale.count - canaries == 1 ? "" : "s") silent past their threshold (and \(canaries) canar\(canaries == 1 ? "y" : "ies"))")
+        out.append("stale as of \(report.now): \(report.stale.count - canaries) pair\(report.stale.count - canaries == 1 ? "" : "s") silent past their threshold (and \(canaries) canar\(canaries == 1 ? "y" : "ies"))")
         if !report.stale.isEmpty {
             var rows = [["SOURCE", "USER", "SILENT FOR", "LAST SEEN", "THRESHOLD", ""]]
             for p in report.stale {
@@ -141,8 +143,8 @@ enum StaleCommand: Subcommand {
             }
             columns(rows, into: &out)
         }
-        out.line("")
-        out.line("by source (canaries not counted):")
+        out.append("")
+        out.append("by source (canaries not counted):")
         var rows = [["SOURCE", "USERS", "STALE", "SHARE", "PAGE AT", ""]]
         for s in report.sources {
             rows.append([TerminalText.escaped(s.source), "\(s.users)", "\(s.stale)", percent(s.fraction), percent(s.pageFraction),
@@ -150,8 +152,8 @@ enum StaleCommand: Subcommand {
         }
         columns(rows, into: &out)
         if let all {
-            out.line("")
-            out.line("every pair:")
+            out.append("")
+            out.append("every pair:")
             var rows = [["SOURCE", "USER", "LAST SEEN", "LAST CHECK-IN", "LAST SAMPLE DELIVERED", "NEWEST SAMPLE END", "STALE"]]
             let stale = Set(report.stale.map { SyncKey(user: $0.user, source: $0.source) })
             for p in all.sorted(by: { ($0.source, $0.user) < ($1.source, $1.user) }) {
@@ -162,13 +164,13 @@ enum StaleCommand: Subcommand {
             }
             columns(rows, into: &out)
         }
-        out.line("")
+        out.append("")
         if policy.canaries.isEmpty {
-            out.line("canaries: none configured")
+            out.append("canaries: none configured")
         } else if unreported.isEmpty {
-            out.line("canaries: all \(policy.canaries.count) reported stale: the detector fires")
+            out.append("canaries: all \(policy.canaries.count) reported stale: the detector fires")
         } else {
-            out.line("canaries: \(unreported.count) of \(policy.canaries.count) NOT reported stale: the detector is broken")
+            out.append("canaries: \(unreported.count) of \(policy.canaries.count) NOT reported stale: the detector is broken")
         }
     }
 
@@ -204,7 +206,7 @@ enum StaleCommand: Subcommand {
     static func percent(_ f: Double) -> String { String(format: "%.1f%%", f * 100) }
 
     /// Left-aligned columns, two spaces apart.
-    static func columns(_ rows: [[String]], into out: inout OutputBuffer) {
+    static func columns(_ rows: [[String]], into out: inout [String]) {
         guard let first = rows.first else { return }
         var widths = Array(repeating: 0, count: first.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
@@ -212,7 +214,7 @@ enum StaleCommand: Subcommand {
             let cells = row.enumerated().map { i, cell in cell + String(repeating: " ", count: widths[i] - cell.count) }
             var line = "  " + cells.joined(separator: "  ")
             while line.hasSuffix(" ") { line.removeLast() }
-            out.line(line)
+            out.append(line)
         }
     }
 }
