@@ -38,11 +38,7 @@ struct ProjectorMetrics {
             try MetricsFile.checkDestination(path)
             try Self.text(topic: topic, statistics: ProjectorStatistics(), partitions: [], up: true, startTime: startTime).write(to: path)
         } catch {
-            switch error.kind {
-            case .missingDirectory, .notADirectory: throw CLIError(code: ExitCode.noInput, message: "--metrics-file \(error)")
-            case .isDirectory: throw CLIError.usage("--metrics-file \(error)")
-            case .system: throw CLIError(code: ExitCode.ioError, message: "--metrics-file: \(error)")
-            }
+            throw CLIError.metricsFile(error)
         }
         lastWrite = .now
         if !path.hasSuffix(".prom") {
