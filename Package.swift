@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "DaybookKafka", targets: ["DaybookKafka"]),
         .library(name: "DaybookStore", targets: ["DaybookStore"]),
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
+        .library(name: "DaybookMetrics", targets: ["DaybookMetrics"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
@@ -19,19 +20,23 @@ let package = Package(
         .target(name: "DaybookKafka", dependencies: ["CRdKafka", "DaybookLog"]),
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
+        // The Prometheus text format and an atomic file writer, for node_exporter's
+        // textfile collector. No dependencies.
+        .target(name: "DaybookMetrics"),
         // SQLite from Debian (libsqlite3-dev), seen only by DaybookStore.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition).
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
         // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
         // projection into a new data directory; no separate code).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline"]),
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
         // Per-test temporary directories and the seeded random generator, shared by the test targets.
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
         .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"]),
     ]
 )

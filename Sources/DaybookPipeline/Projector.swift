@@ -59,6 +59,8 @@ public struct ProjectorProgress: Sendable {
     public var partitions: [(partition: Int32, next: Int64, end: Int64?)]
     /// Set while a group member has no partitions yet: what it is waiting for.
     public var waiting: String?
+    /// Everything counted since the projector started (for a metrics file).
+    public var statistics = ProjectorStatistics()
 
     public var lag: Int64 { partitions.reduce(0) { $0 + max(0, ($1.end ?? $1.next) - $1.next) } }
 
@@ -86,6 +88,8 @@ public struct ProjectorSummary: Sendable {
     public var rowsChanged: Int
     public var seconds: Double
     public var caughtUp: Bool
+    /// Polls whose messages were applied (each partition's share one transaction).
+    public var batches = 0
     /// (user, metric, day) rows recomputed, when `recordChangedKeys` was set.
     public var changedKeys: Set<DayKey>
 }
@@ -136,6 +140,9 @@ public final class Projector: RebalanceHandler {
     private var nextOutboxID = 0
     /// Record the keys of recomputed rows in the summary (the demo shows them).
     public var recordChangedKeys = false
+    /// What this projector has done so far: the summary's counts, batch times and the newest
+    /// applied message's time. Valid during and after `run`, also after it threw.
+    public private(set) var statistics = ProjectorStatistics()
 
     public init(connection: KafkaConnection, consumer consumerConfiguration: ConsumerConfiguration,
                 producer producerConfiguration: ProducerConfiguration, priority: SourcePriority,
@@ -549,7 +556,10 @@ public final class Projector: RebalanceHandler {
                 if try !checkContinuity(worker, first: first) { byPartition[partition] = nil }
             }
             if !byPartition.isEmpty {
+                let batchStarted = ContinuousClock.now
                 let outcomes = try applyInParallel(byPartition)
+                statistics.batchSeconds.observe(Self.seconds(ContinuousClock.now - batchStarted))
+                summary.batches += 1
                 // Informational only (for lag dashboards): the truth is the shard's offset. A solo
                 // projector is no member of the group, whose coordinator would refuse it.
                 if !options.solo {
@@ -564,6 +574,10 @@ public final class Projector: RebalanceHandler {
                     summary.reread += outcome.reread
                     summary.deadLetters += outcome.deadLetters
                     summary.rowsChanged += outcome.rowsChanged
+                    statistics.applied += outcome.applied
+                    statistics.skipped += outcome.skipped
+                    statistics.deadLetters += outcome.deadLetters
+                    statistics.rowsChanged += outcome.rowsChanged
                     appliedSinceProgress += outcome.applied + outcome.deadLetters
                     if recordChangedKeys { summary.changedKeys.formUnion(outcome.changedKeys) }
                 }
@@ -609,6 +623,11 @@ public final class Projector: RebalanceHandler {
             switch result {
             case .success(let o)?:
                 outcomes.append(o)
+                // The newest message this batch moved the shard past (not one it skipped).
+                if o.applied + o.deadLetters + o.reread > 0,
+                   let time = jobs[i].1.last(where: { $0.offset < worker.shard.nextOffset })?.timestamp {
+                    statistics.lastAppliedTimestampMilliseconds = max(statistics.lastAppliedTimestampMilliseconds ?? time, time)
+                }
             case .failure(let e)?:
                 firstError = firstError ?? e
                 workers[worker.partition.partition] = nil
@@ -641,6 +660,7 @@ public final class Projector: RebalanceHandler {
             return (p, w.position, consumer.cachedHighWatermark(w.partition) ?? w.endOffset ?? highAtStart[p])
         }
         var progress = ProjectorProgress(applied: summary.applied, deadLetters: summary.deadLetters, eventsPerSecond: rate, partitions: parts)
+        progress.statistics = statistics
         if !options.solo, !hasAssignment || !held.isEmpty {
             progress.waiting = "waiting for consumer group \(groupID) to assign partitions (a member that restarted waits until its old membership expires: session.timeout.ms = \(sessionTimeoutMilliseconds / 1_000) s)"
         }

@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookKafka
+import DaybookMetrics
 import DaybookPipeline
 import DaybookStore
 import Foundation
@@ -46,6 +47,19 @@ extension CLIError {
             self.init(code: ExitCode.ioError, message: SystemError.describe(e))
         default:
             self.init(code: ExitCode.software, message: "internal error (a bug; please report it): \(error)")
+        }
+    }
+}
+
+extension CLIError {
+    /// A `--metrics-file` that cannot work, refused at start (`project`, `stale`): 66 when its
+    /// directory is missing or not a directory, 64 when it names a directory, 74 when the
+    /// first write fails (permissions, read-only, full).
+    static func metricsFile(_ error: MetricsFileError) -> CLIError {
+        switch error.kind {
+        case .missingDirectory, .notADirectory: CLIError(code: ExitCode.noInput, message: "--metrics-file \(error)")
+        case .isDirectory: CLIError.usage("--metrics-file \(error)")
+        case .system: CLIError(code: ExitCode.ioError, message: "--metrics-file: \(error)")
         }
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 enum ProjectCommand: Subcommand {
     static let name = "project"
     static let abstract = "Project health-samples into SQLite read models (one shard per partition)."
-    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--connect-timeout S]"
+    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--connect-timeout S] [--metrics-file PATH]"
     static let options = [
         KafkaOptions.brokers,
         OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (created, mode 0700; files 0600)."),
@@ -18,6 +18,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
         KafkaOptions.connectTimeout,
+        OptionSpec(name: "--metrics-file", value: "PATH", help: "Write Prometheus metrics to PATH every 5 s, atomically (node_exporter textfile; see METRICS)."),
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
     ]
     static let discussion = """
@@ -40,6 +41,23 @@ enum ProjectCommand: Subcommand {
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
 
+    METRICS: with --metrics-file PATH the projector writes its metrics in the Prometheus
+    text format (0.0.4) at start, every 5 s and at exit, for node_exporter's textfile
+    collector: put PATH in its --collector.textfile.directory, named *.prom (the collector
+    reads only those). Each write goes to PATH.tmp-PID beside it, is fsynced and renamed
+    over PATH, so a scrape never reads half a file. In it, labelled by topic: events
+    applied, dead letters, messages skipped as already applied and per-day rows
+    recomputed (counters, daybook_*_total, counted since this process started, so they
+    restart at 0 with it: Prometheus's rate() and increase() take that as a reset); the
+    batch time histogram (daybook_batch_duration_seconds, 1 ms to 30 s); the Kafka time
+    of the newest message applied (daybook_last_applied_event_timestamp_seconds);
+    daybook_projector_up (1, then 0 in the file written at exit) and the start time;
+    per assigned partition its lag and next offset. The counts at exit are the summary
+    line's. A failed write warns and the projector carries on; a missing directory
+    (exit 66) or a file that cannot be written at start (74) is refused before anything
+    is read. A projector killed with -9 leaves its last file: alert on node_exporter's
+    node_textfile_mtime_seconds too.
+
     Before reading a partition the projector checks its shard against the log: the shard's
     next offset must lie between the partition's first and last offsets, and the shard must
     come from the same cluster (its id is recorded in the shard). A gap (retention deleted
@@ -47,17 +65,20 @@ enum ProjectCommand: Subcommand {
     projector with exit 76 and says what to do; no offset is ever moved past an unapplied
     event, and the consumer never resets a position by itself (auto.offset.reset=error).
 
-    EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only):
-    fix it and restart; 75 a shard is held by another projector (exits at once); 76 the
-    log does not hold what a shard needs (gap, recreated topic, other cluster); 78 bad
-    configuration, or a shard built under another source priority (rebuild into a new
-    --data); 65 a file in DIR is not a shard (damaged or foreign: move it away, it is
-    rebuilt); 69 Kafka unreachable within --connect-timeout, or the topic is missing;
-    64 usage (including a malformed --brokers).
+    EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only; also
+    a --metrics-file that cannot be written at start): fix it and restart; 75 a shard is
+    held by another projector (exits at once); 76 the log does not hold what a shard
+    needs (gap, recreated topic, other cluster); 78 bad configuration, or a shard built
+    under another source priority (rebuild into a new --data); 65 a file in DIR is not a
+    shard (damaged or foreign: move it away, it is rebuilt); 66 the directory of
+    --metrics-file is missing; 69 Kafka unreachable within --connect-timeout, or the
+    topic is missing; 64 usage (including a malformed --brokers, or a --metrics-file
+    that is a directory).
 
     EXAMPLES:
       daybook project --brokers localhost:9092 --data /var/lib/daybook
       daybook project --brokers localhost:9092 --data /tmp/rebuild --group rebuild-1 --until-caught-up
+      daybook project --brokers localhost:9092 --data /var/lib/daybook --metrics-file /var/lib/node_exporter/textfile/daybook.prom
     """
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
@@ -77,24 +98,34 @@ enum ProjectCommand: Subcommand {
         options.topic = try arguments.topic(default: options.topic)
         options.cacheBytes = config.cacheMegabytes << 20
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
+        // Checked and first written before anything else: a wrong path is told at once.
+        var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in
+            try ProjectorMetrics(path: path, topic: options.topic, logger: logger)
+        }
 
         Shutdown.install()
         let summary: ProjectorSummary
         var reporter = ProgressReporter()
+        var projector: Projector?
         do {
-            let projector = try Projector(connection: config.connection, consumer: config.consumer, producer: config.producer,
-                                          priority: config.priority, options: options, logger: logger)
-            summary = try projector.run(shouldStop: { Shutdown.isRequested }) { progress in
+            let running = try Projector(connection: config.connection, consumer: config.consumer, producer: config.producer,
+                                        priority: config.priority, options: options, logger: logger)
+            projector = running
+            summary = try running.run(shouldStop: { Shutdown.isRequested }) { progress in
                 reporter.update(progress.line)
+                metrics?.update(progress)
             }
         } catch {
             // Exit codes by cause (Failures.swift): a held shard 75, another priority 78, not a shard 65, storage 74.
             reporter.finish()
+            metrics?.finish(projector?.statistics ?? ProjectorStatistics())
             throw CLIError(error)
         }
         reporter.finish()
+        // The same counts as the summary line below: both are the projector's own.
+        metrics?.finish(projector?.statistics ?? ProjectorStatistics())
         let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
-        printError("project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(summary.caughtUp ? "; caught up" : "")")
+        printError("project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(summary.caughtUp ? "; caught up" : "")")
         return ExitCode.ok
     }
 }

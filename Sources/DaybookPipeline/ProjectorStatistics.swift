@@ -1,0 +1,24 @@
+import DaybookMetrics
+
+/// What a projector has done since it started (not since the shards began): the counts of
+/// its summary as they grow, how long its batches take, and the Kafka time of the newest
+/// message it applied. `daybook project --metrics-file` writes them out.
+public struct ProjectorStatistics: Sendable {
+    /// Events applied (valid ones; dead letters are counted apart).
+    public var applied = 0
+    public var deadLetters = 0
+    /// Messages a shard had already applied (redelivered after a seek or a rebalance).
+    public var skipped = 0
+    /// (user, metric, day) rows recomputed.
+    public var rowsChanged = 0
+    /// One observation per batch: a poll's messages applied to their shards (partitions
+    /// in parallel, one transaction each), in seconds.
+    public var batchSeconds = Histogram(upperBounds: Histogram.secondsFromMillisecondToHalfMinute)
+    /// The newest Kafka timestamp (ms since 1970) among the messages applied (events and
+    /// dead letters); nil until one that carries a timestamp is applied.
+    public var lastAppliedTimestampMilliseconds: Int64?
+
+    public var batches: Int { Int(batchSeconds.count) }
+
+    public init() {}
+}

@@ -1,0 +1,105 @@
+import DaybookLog
+import DaybookMetrics
+import DaybookPipeline
+import Foundation
+
+/// `project --metrics-file`: the projector's metrics in the Prometheus text format, for
+/// node_exporter's textfile collector, rewritten atomically every `interval`, at start and
+/// at exit.
+///
+/// A failed write never stops the projector: it warns naming the file and the reason
+/// (once per distinct reason, and again when writing works again) and tries at the next
+/// interval. Only the start-up write is strict: a file that cannot be written then is a
+/// mistake in the command line or the deployment, refused before anything is projected.
+struct ProjectorMetrics {
+    let path: String
+    let topic: String
+    let logger: Logger
+    var interval: Duration = .seconds(5)
+    /// When this process started, in seconds since 1970.
+    let startTime: Double
+    private var lastWrite = ContinuousClock.now
+    /// The failure last warned about, so that a broken disk warns once, not every 5 s.
+    private var failure: String?
+    /// The per-partition figures of the last progress seen (the exit write has no other).
+    private var partitions: [(partition: Int32, next: Int64, end: Int64?)] = []
+
+    /// Checks `path` and writes a first file (nothing applied yet, up).
+    ///
+    /// - Throws: `CLIError` 66 when its directory is missing or not a directory, 64 when
+    ///   `path` is a directory, 74 when the first write fails (permissions, read-only).
+    init(path: String, topic: String, logger: Logger) throws(CLIError) {
+        self.path = path
+        self.topic = topic
+        self.logger = logger
+        startTime = Date().timeIntervalSince1970
+        guard !path.isEmpty else { throw CLIError.usage("--metrics-file is empty; name a file such as /var/lib/node_exporter/textfile/daybook.prom") }
+        do {
+            try MetricsFile.checkDestination(path)
+            try Self.text(topic: topic, statistics: ProjectorStatistics(), partitions: [], up: true, startTime: startTime).write(to: path)
+        } catch {
+            throw CLIError.metricsFile(error)
+        }
+        lastWrite = .now
+        if !path.hasSuffix(".prom") {
+            logger.warning("--metrics-file \(path): node_exporter's textfile collector reads only files named *.prom")
+        }
+    }
+
+    /// Writes the file if `interval` has passed since the last write.
+    mutating func update(_ progress: ProjectorProgress) {
+        partitions = progress.partitions
+        guard ContinuousClock.now - lastWrite >= interval else { return }
+        write(progress.statistics, up: true)
+    }
+
+    /// The last write, when the projector stops (`up` 0): the counts it ended with.
+    mutating func finish(_ statistics: ProjectorStatistics) {
+        write(statistics, up: false)
+    }
+
+    private mutating func write(_ statistics: ProjectorStatistics, up: Bool) {
+        lastWrite = .now
+        do {
+            try Self.text(topic: topic, statistics: statistics, partitions: partitions, up: up, startTime: startTime).write(to: path)
+            if failure != nil {
+                logger.warning("--metrics-file \(path): written again")
+                failure = nil
+            }
+        } catch {
+            guard failure != error.description else { return }
+            failure = error.description
+            logger.warning("\(error); the projector carries on, and tries again every \(interval.components.seconds) s")
+        }
+    }
+
+    /// The projector's families. Counters count since this process started.
+    static func text(topic: String, statistics s: ProjectorStatistics, partitions: [(partition: Int32, next: Int64, end: Int64?)],
+                     up: Bool, startTime: Double) -> MetricsText {
+        var m = MetricsText()
+        let t: MetricLabels = ["topic": topic]
+        m.gauge("daybook_projector_up", help: "1 while the projector runs; 0 in the file it writes when it stops.", value: up ? 1 : 0, labels: t)
+        m.gauge("daybook_projector_start_time_seconds", help: "When the projector process started, in seconds since 1970 (the counters count from here).",
+                value: startTime, labels: t)
+        m.counter("daybook_events_applied_total", help: "Valid events applied to the shards since the projector started.", value: s.applied, labels: t)
+        m.counter("daybook_dead_letters_total", help: "Invalid messages recorded as dead letters since the projector started.", value: s.deadLetters, labels: t)
+        m.counter("daybook_messages_skipped_total", help: "Messages skipped because their shard had already applied them (redelivered after a seek or rebalance), since the projector started.",
+                  value: s.skipped, labels: t)
+        m.counter("daybook_row_updates_total", help: "Per-day total rows (user, metric, day) recomputed since the projector started.", value: s.rowsChanged, labels: t)
+        m.histogram("daybook_batch_duration_seconds", help: "Time to apply one poll's messages to their shards (partitions in parallel, one transaction each).",
+                    s.batchSeconds, labels: t)
+        if let ms = s.lastAppliedTimestampMilliseconds {
+            m.gauge("daybook_last_applied_event_timestamp_seconds", help: "Kafka timestamp of the newest message applied since the projector started, in seconds since 1970.",
+                    value: Double(ms) / 1_000, labels: t)
+        }
+        for p in partitions {
+            m.gauge("daybook_partition_lag_messages", help: "Messages between the partition's next offset to apply and the end of its log.",
+                    value: max(0, (p.end ?? p.next) - p.next), labels: ["topic": topic, "partition": String(p.partition)])
+        }
+        for p in partitions {
+            m.gauge("daybook_partition_next_offset", help: "The partition's next offset to apply (its shard's offset).",
+                    value: p.next, labels: ["topic": topic, "partition": String(p.partition)])
+        }
+        return m
+    }
+}
