@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookMetrics
 import DaybookStore
 import Foundation
 
@@ -36,8 +37,15 @@ enum StaleCommand: Subcommand {
 
     EXIT CODES: 0 nothing pages (stale pairs may still be listed); 1 some source pages; 3
     the detector is broken: a canary was not reported stale; 64 usage; 65 a file in DIR is
-    not a shard, or a damaged manifest; 66 DIR missing; 74 storage failure (also writing
-    --metrics-file); 78 bad configuration.
+    not a shard, or a damaged manifest; 66 DIR, or the directory of --metrics-file,
+    missing; 74 storage failure (also writing --metrics-file); 78 bad configuration.
+
+    --metrics-file PATH writes, per source, daybook_stale_pairs, daybook_source_users,
+    daybook_stale_fraction, daybook_stale_page_fraction, daybook_stale_pages and
+    daybook_stale_threshold_seconds, and daybook_canaries, daybook_canaries_unreported,
+    daybook_canary_check_ok and daybook_stale_evaluation_timestamp_seconds — also when the
+    exit is 1 or 3, so an alert can fire on daybook_canary_check_ok == 0. Run stale from
+    cron and point PATH into node_exporter's textfile directory (a *.prom name).
 
     EXAMPLES:
       daybook stale --data /var/lib/daybook --config /etc/daybook/daybook.json
@@ -63,6 +71,9 @@ enum StaleCommand: Subcommand {
         var policy = config.freshness
         if let text = arguments.value("--page-fraction") { try applyPageFractions(text, to: &policy) }
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
+        if let path = arguments.value("--metrics-file") {
+            do { try MetricsFile.checkDestination(path) } catch { throw CLIError.metricsFile(error) }
+        }
 
         let detector = StaleDetector(policy: policy)
         var evaluation = StaleDetector.Evaluation(detector: detector, now: now)
@@ -219,9 +230,34 @@ enum StaleCommand: Subcommand {
     }
 }
 
-/// `stale --metrics-file`: placeholder until the metrics module lands.
+/// `stale --metrics-file`: the report in the Prometheus text format, one series per source.
 enum StaleMetrics {
+    static func text(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey]) -> MetricsText {
+        var m = MetricsText()
+        for s in report.sources {
+            let labels: MetricLabels = ["source": s.source]
+            m.gauge("daybook_stale_pairs", help: "(user, source) pairs silent past the source's threshold (canaries excluded).", value: s.stale, labels: labels)
+            m.gauge("daybook_source_users", help: "Users with a check-in or a delivered sample from the source (canaries excluded).", value: s.users, labels: labels)
+            m.gauge("daybook_stale_fraction", help: "Stale users of the source over all its users (canaries excluded).", value: s.fraction, labels: labels)
+            m.gauge("daybook_stale_page_fraction", help: "The share of the source's users that must be stale to page.", value: s.pageFraction, labels: labels)
+            m.gauge("daybook_stale_pages", help: "1 if the source pages (its stale share reached its page fraction), else 0.", value: s.pages ? 1 : 0, labels: labels)
+            if let threshold = policy.rule(for: s.source).threshold {
+                m.gauge("daybook_stale_threshold_seconds", help: "How long a pair of the source may stay silent.", value: threshold.components.seconds, labels: labels)
+            }
+        }
+        m.gauge("daybook_canaries", help: "Canaries configured (pairs that never check in).", value: policy.canaries.count)
+        m.gauge("daybook_canaries_unreported", help: "Canaries the detector failed to report as stale.", value: unreported.count)
+        m.gauge("daybook_canary_check_ok", help: "1 if every canary was reported stale (the detector fires), else 0.", value: unreported.isEmpty ? 1 : 0)
+        m.gauge("daybook_stale_evaluation_timestamp_seconds", help: "The time silence was judged at (--now, else the clock).",
+                value: Double(report.now.nanoseconds) / 1e9)
+        return m
+    }
+
     static func write(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], to path: String) throws {
-        throw CLIError.usage("--metrics-file is not available yet")
+        do {
+            try text(report, policy: policy, unreported: unreported).write(to: path)
+        } catch {
+            throw CLIError.metricsFile(error)
+        }
     }
 }

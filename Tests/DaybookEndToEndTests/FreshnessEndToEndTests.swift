@@ -97,6 +97,21 @@ import Testing
         #expect(sources["phone"]?["users"] as? Int == 2 && sources["phone"]?["stale"] as? Int == 1 && sources["phone"]?["pages"] as? Bool == true)
         #expect(sources["scale"]?["users"] as? Int == 1 && sources["scale"]?["stale"] as? Int == 0)
 
+        // The same figures for Prometheus, in a file promtool finds clean.
+        let prom = scratch.newPath("stale") + ".prom"
+        let withMetrics = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--metrics-file", prom])
+        #expect(withMetrics.status == 1)
+        let promText = try String(contentsOfFile: prom, encoding: .utf8)
+        let series = MetricsFileTests.samples(promText)
+        #expect(series[#"daybook_stale_pairs{source="phone"}"#] == 1 && series[#"daybook_source_users{source="phone"}"#] == 2)
+        #expect(series[#"daybook_stale_pairs{source="watch"}"#] == 1 && series[#"daybook_source_users{source="watch"}"#] == 3)
+        #expect(series[#"daybook_stale_fraction{source="phone"}"#] == 0.5 && series[#"daybook_stale_pages{source="phone"}"#] == 1)
+        #expect(series[#"daybook_stale_pages{source="watch"}"#] == 0 && series[#"daybook_stale_threshold_seconds{source="watch"}"#] == 43_200)
+        #expect(series["daybook_canaries"] == 2 && series["daybook_canaries_unreported"] == 0 && series["daybook_canary_check_ok"] == 1)
+        #expect(series["daybook_stale_evaluation_timestamp_seconds"] == Double(t0 + 72 * Self.hour))
+        let check = try Promtool.checkMetrics(promText)
+        #expect(check.isClean, "\(check.output)")
+
         // The table says the same for people; --page-fraction moves the page line.
         let table = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now])
         #expect(table.status == 1)
@@ -158,6 +173,15 @@ import Testing
         #expect(wrong.status == 3, "\(wrong.stdout) \(wrong.stderr)")
         #expect(wrong.stderr.contains("DETECTOR BROKEN: 1 of 2 canaries not reported stale: canary-w/watch"), "\(wrong.stderr)")
         #expect(wrong.stdout.contains("canaries: 1 of 2 NOT reported stale"), "\(wrong.stdout)")
+        // The metrics file is written on exit 3 too, for an alert on the canary check.
+        let prom = scratch.newPath("stale") + ".prom"
+        let alerting = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(Self.config(watchThreshold: "36d"), suffix: ".json"),
+                                        "--now", now, "--metrics-file", prom])
+        #expect(alerting.status == 3)
+        let series = MetricsFileTests.samples(try String(contentsOfFile: prom, encoding: .utf8))
+        #expect(series["daybook_canary_check_ok"] == 0 && series["daybook_canaries_unreported"] == 1)
+        let nowhere = try Daybook.run(["stale", "--data", dir, "--now", now, "--metrics-file", dir + "/missing/stale.prom"])
+        #expect(nowhere.status == 66, "\(nowhere.stderr)")
         // A bare number is no threshold at all: refused before anything is judged.
         let unitless = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(Self.config(watchThreshold: "36"), suffix: ".json")])
         #expect(unitless.status == 78 && unitless.stderr.contains("freshness.sources.watch.threshold: \"36\" is not a duration"), "\(unitless.stderr)")
