@@ -86,6 +86,11 @@ func runCore(_ events: [Event]) {
     for event in events {
         position += 1
         if case .sampleAdded(let s) = event { checkInstants(s) }
+        // A check-in changes no totals, and its line reads back as the same check-in.
+        if case .sourceCheckedIn = event {
+            guard (try? EventDecoder().decode(event.jsonLine)) == event else { fatalError("a check-in does not read back: \(event)") }
+            guard ledger.apply(event, at: position).isEmpty else { fatalError("a check-in changed totals: \(event)") }
+        }
         _ = applyIncrementally(event, at: position)
     }
     checkBatchEqualsIncremental(ledger, rows)
@@ -94,12 +99,12 @@ func runCore(_ events: [Event]) {
         _ = ledger.explain(key)
     }
     // Delete the first sample added, then try to add it back: the tombstone must win.
-    if let first = events.first(where: { if case .sampleAdded = $0 { true } else { false } }) {
+    if let first = events.first(where: { if case .sampleAdded = $0 { true } else { false } }), case .sampleAdded(let sample) = first {
         position += 1
-        _ = applyIncrementally(.sampleDeleted(user: first.user, uuid: first.uuid), at: position)
+        _ = applyIncrementally(.sampleDeleted(user: sample.user, uuid: sample.uuid), at: position)
         position += 1
         let again = applyIncrementally(first, at: position)
-        guard again.isEmpty, ledger.isTombstoned(user: first.user, uuid: first.uuid) else {
+        guard again.isEmpty, ledger.isTombstoned(user: sample.user, uuid: sample.uuid) else {
             fatalError("a deleted sample came back: \(first)")
         }
         checkBatchEqualsIncremental(ledger, rows)
