@@ -129,29 +129,65 @@ public struct RowDifference: Sendable {
 /// Returns the number of keys looked at.
 public func compareRows(_ live: TotalsCursor, _ rebuilt: TotalsCursor, differ: (DayTotal, DayTotal) -> Bool,
                         _ report: (RowDifference) throws -> Void) throws -> Int {
-    var a = try live.next()
-    var b = try rebuilt.next()
+    try compareSorted(live.next, rebuilt.next, key: \.key, differ: differ) { key, a, b in
+        try report(RowDifference(key: key, live: a, rebuilt: b))
+    }
+}
+
+/// A pair whose sync state differs between the live shard and a rebuild (nil: no row).
+public struct SyncDifference: Sendable {
+    public var key: SyncKey
+    public var live: SourceSync?
+    public var rebuilt: SourceSync?
+}
+
+/// Merges two shards' sync state (both in (user, source) order by bytes) and reports every
+/// pair that differs. Returns the number of pairs looked at.
+public func compareSyncState(_ live: SyncStateCursor, _ rebuilt: SyncStateCursor,
+                             _ report: (SyncDifference) throws -> Void) throws -> Int {
+    try compareSorted(live.next, rebuilt.next, key: { SyncOrder(user: $0.user, source: $0.source) }, differ: { $0 != $1 }) { key, a, b in
+        try report(SyncDifference(key: SyncKey(user: key.user, source: key.source), live: a, rebuilt: b))
+    }
+}
+
+/// (user, source) in SQLite's order for text: by UTF-8 bytes.
+struct SyncOrder: Comparable {
+    var user: String
+    var source: String
+    static func < (a: SyncOrder, b: SyncOrder) -> Bool {
+        if a.user != b.user { return a.user.utf8.lexicographicallyPrecedes(b.user.utf8) }
+        return a.source.utf8.lexicographicallyPrecedes(b.source.utf8)
+    }
+}
+
+/// The merge of two streams sorted by `key`: each key present in either is looked at once;
+/// `report` gets the keys where only one has an item or `differ` says the two differ.
+func compareSorted<Item, Key: Comparable>(_ live: () throws -> Item?, _ rebuilt: () throws -> Item?, key: (Item) -> Key,
+                                          differ: (Item, Item) -> Bool, _ report: (Key, Item?, Item?) throws -> Void) throws -> Int {
+    var a = try live()
+    var b = try rebuilt()
     var count = 0
     while a != nil || b != nil {
         count += 1
         let liveFirst: Bool
         if let x = a, let y = b {
-            if x.key == y.key {
-                if differ(x, y) { try report(RowDifference(key: x.key, live: x, rebuilt: y)) }
-                a = try live.next()
-                b = try rebuilt.next()
+            let kx = key(x), ky = key(y)
+            if kx == ky {
+                if differ(x, y) { try report(kx, x, y) }
+                a = try live()
+                b = try rebuilt()
                 continue
             }
-            liveFirst = x.key < y.key
+            liveFirst = kx < ky
         } else {
             liveFirst = a != nil
         }
         if liveFirst, let x = a {
-            try report(RowDifference(key: x.key, live: x, rebuilt: nil))
-            a = try live.next()
+            try report(key(x), x, nil)
+            a = try live()
         } else if let y = b {
-            try report(RowDifference(key: y.key, live: nil, rebuilt: y))
-            b = try rebuilt.next()
+            try report(key(y), nil, y)
+            b = try rebuilt()
         }
     }
     return count

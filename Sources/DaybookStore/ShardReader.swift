@@ -96,7 +96,7 @@ extension ShardReader {
         public let nextOffset: Int64
         /// The source priority the shard records.
         public let fingerprint: String?
-        private let database: Database?
+        let database: Database?
         private var open = true
 
         init(path: String, database: Database?) throws {

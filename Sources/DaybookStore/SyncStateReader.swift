@@ -59,3 +59,28 @@ extension Shard {
         return out
     }
 }
+
+/// One shard's sync state, a pair at a time in (user, source) order (for comparing shards).
+public final class SyncStateCursor {
+    private let rows: Statement?
+
+    init(database: Database?) throws {
+        guard let database, try SyncStateColumns.exists(in: database) else {
+            rows = nil
+            return
+        }
+        rows = try database.statement(SyncStateColumns.select + " ORDER BY user, source")
+    }
+
+    public func next() throws -> SourceSync? {
+        guard let rows, try rows.step() else { return nil }
+        return SyncStateColumns.pair(rows)
+    }
+}
+
+extension ShardReader.Snapshot {
+    /// The shard's sync state as of the snapshot, in (user, source) order.
+    public func syncState() throws -> SyncStateCursor {
+        try SyncStateCursor(database: database)
+    }
+}

@@ -135,13 +135,13 @@ enum VerifyCommand: Subcommand {
     Projects the log from offset 0 into a hidden temporary directory inside DIR (removed at
     the end) exactly up to each live shard's offset, under the live projection's priority
     (the manifest's, or the one the shards record, which --config must then match), and
-    compares every (user, metric, day) row — value and per-source shares — with the live
-    shard as of that same offset: the live shards are read in read transactions opened
+    compares every (user, metric, day) row — value and per-source shares — and every
+    (user, source) sync state (freshness) with the live shard as of that same offset: the live shards are read in read transactions opened
     before the build, so a running projector writes on without moving what is compared
     (its WAL grows meanwhile). Prints each differing row with both values; touches
     nothing live.
 
-    EXIT CODES: 0 identical; 1 some rows differ (each printed); 64 usage; 66 DIR missing;
+    EXIT CODES: 0 identical; 1 some rows or sync states differ (each printed); 64 usage; 66 DIR missing;
     69 Kafka unreachable; 74 storage failure; 75 interrupted (rerun); 76 the log does not
     hold what is needed; 78 --config's priority is not the shards' (shards without a
     manifest).
@@ -160,19 +160,33 @@ enum VerifyCommand: Subcommand {
         var differences = 0
         var damaged = Set<Int32>()
         var out = OutputBuffer()
-        let outcome = try CompareRun.run(request, config: config, arguments: arguments, command: name, differ: { $0 != $1 }) { partition, d in
+        var syncDifferences = 0
+        let outcome = try CompareRun.run(request, config: config, arguments: arguments, command: name, differ: { $0 != $1 }, report: { partition, d in
             differences += 1
             damaged.insert(partition)
             out.line("DIFFERS \(TerminalText.escaped(d.key.description)): live \(CompareRun.describe(d.live)) · rebuilt \(CompareRun.describe(d.rebuilt))")
-        }
+        }, syncReport: { partition, d in
+            syncDifferences += 1
+            damaged.insert(partition)
+            out.line("DIFFERS sync state \(TerminalText.escaped(d.key.user))/\(TerminalText.escaped(d.key.source)): live \(describe(d.live)) · rebuilt \(describe(d.rebuilt))")
+        })
         out.flush()
         let offsets = RebuildOptions.describe(outcome.offsets, verbose: arguments.has("--verbose"))
-        if differences > 0 {
-            printError("verify: \(differences) of \(outcome.rows) rows differ from a rebuild of the log [\(offsets)]. Repair: stop the projector and daybook replay --from-offset 0 --partition \(damaged.sorted().map(String.init).joined(separator: ",")), or daybook rebuild")
+        if differences > 0 || syncDifferences > 0 {
+            let partitions = damaged.sorted().map(String.init).joined(separator: ",")
+            printError("verify: \(differences) of \(outcome.rows) rows\(syncDifferences > 0 ? " and \(syncDifferences) (user, source) sync states" : "") differ from a rebuild of the log [\(offsets)]. Repair: stop the projector and daybook replay --from-offset 0 --partition \(partitions)\(syncDifferences > 0 ? " (a sync state ahead of the log only goes back with a rebuild)" : ""), or daybook rebuild --partition \(partitions)")
             return 1
         }
         printError("verify: identical — \(outcome.rows) rows in \(outcome.offsets.count) partition\(outcome.offsets.count == 1 ? "" : "s") equal a rebuild of the log up to [\(offsets)] under \(priority.fingerprint)")
         return ExitCode.ok
+    }
+
+    /// A pair's sync state in one line.
+    static func describe(_ p: SourceSync?) -> String {
+        guard let p else { return "no state" }
+        func t(_ i: Instant?) -> String { i.map { "\($0)" } ?? "-" }
+        let metrics = p.metrics.isEmpty ? "-" : p.metrics.sorted().map(\.rawValue).joined(separator: ",")
+        return "check-in \(t(p.lastCheckIn)), sample delivered \(t(p.lastSampleDelivered)), newest end \(t(p.newestSampleEnd)) \(p.zone.map { TerminalText.escaped($0) } ?? "-"), metrics \(metrics)"
     }
 
     /// The priority the live projection was built under: the manifest's, else the shards'
@@ -284,13 +298,18 @@ enum DiffCommand: Subcommand {
 /// The shared run of `verify` and `diff`: a temporary build compared row by row.
 enum CompareRun {
     static func run(_ request: RebuildRequest, config: DaybookConfiguration, arguments: ParsedArguments, command: String,
-                    differ: @escaping (DayTotal, DayTotal) -> Bool, report: @escaping (Int32, RowDifference) -> Void) throws -> ShadowBuild.Outcome {
+                    differ: @escaping (DayTotal, DayTotal) -> Bool, report: @escaping (Int32, RowDifference) -> Void,
+                    syncReport: ((Int32, SyncDifference) -> Void)? = nil) throws -> ShadowBuild.Outcome {
         Shutdown.install()
         var reporter = ProgressReporter()
         do {
             let outcome = try ShadowBuild(request: request, access: RebuildOptions.access(config), logger: RebuildOptions.logger(command, arguments))
                 .run(shouldStop: { Shutdown.isRequested }, progress: { reporter.update($0.line(command)) }) { partition, live, rebuilt in
-                    try compareRows(try live.rows(), try rebuilt.rows(), differ: differ) { report(partition, $0) }
+                    let rows = try compareRows(try live.rows(), try rebuilt.rows(), differ: differ) { report(partition, $0) }
+                    if let syncReport {
+                        _ = try compareSyncState(try live.syncState(), try rebuilt.syncState()) { syncReport(partition, $0) }
+                    }
+                    return rows
                 }
             reporter.finish()
             return outcome

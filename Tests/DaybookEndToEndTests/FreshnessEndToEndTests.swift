@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookStore
 import DaybookTestSupport
 import Foundation
 import Testing
@@ -154,6 +155,22 @@ import Testing
         #expect(twin.status == 0, "\(twin.stdout)")
         let after = (try Self.json(twin.stdout)["stale"] as? [[String: Any]] ?? []).filter { $0["canary"] as? Bool == false }
         #expect(Self.names(after) == ["cai/watch"])
+
+        // verify compares the sync state too: a hand-moved check-in is named, and a rebuild of its partition repairs it.
+        #expect(try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir]).status == 0)
+        let shard = try ShardReader(directory: dir).shardPaths().first { path in
+            (try? OperatorTests.sql(path, "SELECT count(*) FROM sync_state WHERE user = 'ana'")) == "2"
+        }
+        let path = try #require(shard)
+        _ = try OperatorTests.sql(path, "UPDATE sync_state SET last_check_in_ns = last_check_in_ns + 3600000000000 WHERE user = 'ana' AND source = 'phone'")
+        let edited = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
+        #expect(edited.status == 1, "\(edited.stderr)")
+        let verifyLines = edited.stdout.split(separator: "\n")
+        #expect(verifyLines.count == 1 && verifyLines[0].hasPrefix("DIFFERS sync state ana/phone: live check-in \(at(61))"), "\(edited.stdout)")
+        let partition = try #require(Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: "health-samples"))
+        #expect(edited.stderr.contains("1 (user, source) sync states differ") && edited.stderr.contains("--partition \(partition)"), "\(edited.stderr)")
+        #expect(try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--partition", "\(partition)"]).status == 0)
+        #expect(try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir]).status == 0)
     }
 
     @Test(.timeLimit(.minutes(2))) func aThresholdInTheWrongUnitFailsTheCanaryCheckLoudly() throws {
