@@ -133,18 +133,8 @@ public struct MetricsText: Sendable {
         return value.description
     }
 
-    /// HELP text escaped: `\` as `\\`, a line break as `\n`.
-    static func escapedHelp(_ text: String) -> String {
-        var out = ""
-        for c in text.unicodeScalars {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
-    }
+    /// HELP text escaped: `\` as `\\`, a line break as `\n` (quotes stay).
+    static func escapedHelp(_ text: String) -> String { MetricLabels.escaped(text, quotes: false) }
 
     static func isMetricName(_ name: String) -> Bool {
         guard let first = name.utf8.first, !(48...57).contains(first) else { return false }
@@ -196,12 +186,14 @@ public struct MetricLabels: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     }
 
     /// A label value escaped: `\` as `\\`, `"` as `\"`, a line break as `\n`.
-    static func escapedValue(_ text: String) -> String {
+    static func escapedValue(_ text: String) -> String { escaped(text, quotes: true) }
+
+    static func escaped(_ text: String, quotes: Bool) -> String {
         var out = ""
         for c in text.unicodeScalars {
             switch c {
             case "\\": out += "\\\\"
-            case "\"": out += "\\\""
+            case "\"" where quotes: out += "\\\""
             case "\n": out += "\\n"
             default: out.unicodeScalars.append(c)
             }
