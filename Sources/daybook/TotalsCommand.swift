@@ -59,13 +59,12 @@ enum TotalsCommand: Subcommand {
         guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json, csv") }
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
 
-        let rows: [DayTotal]
         let reader = ShardReader(directory: data)
-        var freshness = Freshness(reader: reader)
         var groups: [Group] = []
         do {
-            rows = try reader.totals(query)
-            groups = try Self.groups(rows, query: query, freshness: &freshness)
+            let rows = try reader.totals(query)
+            let pairs = try Self.syncPairs(reader, query: query, rows: rows)
+            groups = Self.groups(rows, query: query, pairs: pairs)
         } catch {
             throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
         }
@@ -73,28 +72,29 @@ enum TotalsCommand: Subcommand {
         switch format {
         case "json":
             for group in groups {
-                for day in group.days {
-                    if let row = day.row {
-                        out.line(day.unknown.isEmpty ? row.jsonLine : String(row.jsonLine.dropLast()) + ",\"unknown\":\(Self.jsonList(day.unknown.map(\.source)))}")
-                    } else if !day.unknown.isEmpty {
-                        out.line("{\"user\":\(JSONWriter.quoted(group.user)),\"metric\":\"\(group.metric.rawValue)\",\"day\":\"\(day.day)\",\"unknown\":\(Self.jsonList(day.unknown.map(\.source)))}")
+                group.forEachDay(everyDay: false) { day, row, unknown in
+                    if let row {
+                        out.line(unknown.isEmpty ? row.jsonLine : String(row.jsonLine.dropLast()) + ",\"unknown\":\(Self.jsonList(unknown.map(\.source)))}")
+                    } else if !unknown.isEmpty {
+                        out.line("{\"user\":\(JSONWriter.quoted(group.user)),\"metric\":\"\(group.metric.rawValue)\",\"day\":\"\(day)\",\"unknown\":\(Self.jsonList(unknown.map(\.source)))}")
                     }
                 }
             }
         case "csv":
             out.line("user,metric,day,value,min,max,avg,count,sources,unknown")
             for group in groups {
-                for day in group.days where day.row != nil || !day.unknown.isEmpty {
-                    let unknown = TerminalText.csvField(day.unknown.map(\.source).joined(separator: ";"))
-                    let lead = "\(TerminalText.csvField(group.user)),\(group.metric.rawValue),\(day.day)"
-                    switch day.row?.summary {
+                group.forEachDay(everyDay: false) { day, row, unknown in
+                    guard row != nil || !unknown.isEmpty else { return }
+                    let silent = TerminalText.csvField(unknown.map(\.source).joined(separator: ";"))
+                    let lead = "\(TerminalText.csvField(group.user)),\(group.metric.rawValue),\(day)"
+                    switch row?.summary {
                     case .cumulative(let v, let shares)?:
                         let s = shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ";")
-                        out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(unknown)")
+                        out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(silent)")
                     case .discrete(let lo, let hi, let avg, let n)?:
-                        out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(unknown)")
+                        out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(silent)")
                     case nil:
-                        out.line("\(lead),,,,,,,\(unknown)")
+                        out.line("\(lead),,,,,,,\(silent)")
                     }
                 }
             }
@@ -109,31 +109,57 @@ enum TotalsCommand: Subcommand {
         "[" + names.map(JSONWriter.quoted).joined(separator: ",") + "]"
     }
 
-    /// One (user, metric) block: every day of its range, with its row (if any) and the
-    /// sources silent since before it.
+    /// One (user, metric) block: its rows (in day order), its range, and the pairs of its user.
     struct Group {
         var user: String
         var metric: Metric
-        var days: [(day: CivilDay, row: DayTotal?, unknown: [(source: String, lastSeen: CivilDay)])]
+        var rows: [DayTotal]
+        var first: CivilDay
+        var last: CivilDay
+        var pairs: [SourceSync]
+
+        /// Visits the days of the range with their row (if any) and the sources silent since
+        /// before them. With `everyDay` false, only days with a row or a silent source: a
+        /// long range costs the days printed, not the days in it.
+        func forEachDay(everyDay: Bool, _ body: (CivilDay, DayTotal?, [(source: String, lastSeen: CivilDay)]) -> Void) {
+            // Days after the earliest last sign of life of a source that syncs the metric may be unknown.
+            let earliestUnknown = pairs.filter { $0.covers(metric) }.compactMap(\.lastSeenDay).min().map { $0.adding(days: 1) }
+            var day = first
+            var next = rows.startIndex
+            while day <= last {
+                while next < rows.endIndex, rows[next].key.day < day { next += 1 }
+                let row = next < rows.endIndex && rows[next].key.day == day ? rows[next] : nil
+                let maybeUnknown = earliestUnknown.map { day >= $0 } ?? false
+                if everyDay || row != nil || maybeUnknown {
+                    body(day, row, maybeUnknown ? SourceSync.silentSources(pairs, metric: metric, day: day) : [])
+                    day = day.adding(days: 1)
+                } else {
+                    // Jump to the next row, or to the first day that may be unknown.
+                    let candidates = [next < rows.endIndex ? rows[next].key.day : nil, earliestUnknown].compactMap { $0 }
+                    guard let jump = candidates.min(), jump > day else { break }
+                    day = jump
+                }
+            }
+        }
     }
 
-    /// The sync state of each user, read once per user.
-    struct Freshness {
-        let reader: ShardReader
-        var pairs: [String: [SourceSync]] = [:]
-
-        mutating func of(_ user: String) throws -> [SourceSync] {
-            if let known = pairs[user] { return known }
-            let found = try reader.syncPairs(user: user)
-            pairs[user] = found
-            return found
+    /// The sync state of the users the answer is about: one user's, or, for all users, one
+    /// pass over every shard's pairs keeping those of users with rows.
+    static func syncPairs(_ reader: ShardReader, query: ShardReader.Query, rows: [DayTotal]) throws -> [String: [SourceSync]] {
+        if let user = query.user { return [user: try reader.syncPairs(user: user)] }
+        let users = Set(rows.map(\.key.user))
+        var out: [String: [SourceSync]] = [:]
+        guard !users.isEmpty else { return out }
+        try reader.forEachSyncPair { pair in
+            if users.contains(pair.user) { out[pair.user, default: []].append(pair) }
         }
+        return out
     }
 
     /// Groups the rows by (user, metric); a block covers --from..--to, else its first to its
     /// last row. Asked for one user and a whole range, a metric of theirs without rows still
     /// gets its block, so unknown days show.
-    static func groups(_ rows: [DayTotal], query: ShardReader.Query, freshness: inout Freshness) throws -> [Group] {
+    static func groups(_ rows: [DayTotal], query: ShardReader.Query, pairs: [String: [SourceSync]]) -> [Group] {
         var byKey: [(String, Metric, [DayTotal])] = []
         for row in rows {
             if let last = byKey.last, last.0 == row.key.user, last.1 == row.key.metric {
@@ -143,27 +169,16 @@ enum TotalsCommand: Subcommand {
             }
         }
         if let user = query.user, query.from != nil, query.to != nil {
-            let pairs = try freshness.of(user)
-            let spoken = pairs.contains { $0.metrics.isEmpty } ? Set(Metric.allCases) : Set(pairs.flatMap(\.metrics))
+            let theirs = pairs[user] ?? []
+            let spoken = theirs.contains { $0.metrics.isEmpty } ? Set(Metric.allCases) : Set(theirs.flatMap(\.metrics))
             let metrics = query.metric.map { [$0] } ?? spoken.sorted()
             for metric in metrics where !byKey.contains(where: { $0.1 == metric }) { byKey.append((user, metric, [])) }
             byKey.sort { ($0.0, $0.1) < ($1.0, $1.1) }
         }
-        var groups: [Group] = []
-        for (user, metric, days) in byKey {
-            guard let first = query.from ?? days.first?.key.day, let last = query.to ?? days.last?.key.day else { continue }
-            let pairs = try freshness.of(user)
-            var byDay: [CivilDay: DayTotal] = [:]
-            for d in days { byDay[d.key.day] = d }
-            var group = Group(user: user, metric: metric, days: [])
-            var day = first
-            while day <= last {
-                group.days.append((day, byDay[day], SourceSync.silentSources(pairs, metric: metric, day: day)))
-                day = day.adding(days: 1)
-            }
-            groups.append(group)
+        return byKey.compactMap { user, metric, days in
+            guard let first = query.from ?? days.first?.key.day, let last = query.to ?? days.last?.key.day else { return nil }
+            return Group(user: user, metric: metric, rows: days, first: first, last: last, pairs: pairs[user] ?? [])
         }
-        return groups
     }
 
     /// One block per (user, metric); one line per day of the range: the total, "no data"
@@ -176,7 +191,7 @@ enum TotalsCommand: Subcommand {
         }
         for group in groups {
             out.line("\(TerminalText.escaped(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
-            for (day, row, unknown) in group.days {
+            group.forEachDay(everyDay: true) { day, row, unknown in
                 let silent = unknown.map { "\(TerminalText.escaped($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
                 switch row?.summary {
                 case .cumulative(let v, let shares)?:
