@@ -81,8 +81,10 @@ public struct StaleDetector: Sendable {
         isSilent = rule
     }
 
+    /// `now − lastSeen`, exact over the whole accepted range (Duration does not overflow
+    /// where Int64 nanoseconds would, past 292 years).
     static func silence(since lastSeen: Instant, now: Instant) -> Duration {
-        .nanoseconds(now.nanoseconds &- lastSeen.nanoseconds)
+        .nanoseconds(now.nanoseconds) - .nanoseconds(lastSeen.nanoseconds)
     }
 
     /// Reads every pair once (a shard at a time is fine: memory grows with the stale

@@ -43,7 +43,7 @@ public struct SourceSync: Hashable, Sendable {
     public func covers(_ metric: Metric) -> Bool { metrics.isEmpty || metrics.contains(metric) }
 
     /// The civil day of the last sign of life, in the zone of the pair's newest sample
-    /// (UTC when it never sent one). Days after it are unknown for the pair.
+    /// (UTC when it never sent one). It and the days after it are unknown for the pair.
     public var lastSeenDay: CivilDay? {
         guard let seen = lastSeen else { return nil }
         guard let rules = zone.flatMap(ZoneRules.named) ?? ZoneRules.named("UTC") else {
@@ -52,14 +52,15 @@ public struct SourceSync: Hashable, Sendable {
         return rules.day(of: seen)
     }
 
-    /// The sources among `pairs` (one user's) that speak for `metric` and have been silent
-    /// since before `day`: their data for that day may still come, so the day is unknown
-    /// rather than a total or "no data". A pair that never gave a time (a log read from a
-    /// file) claims nothing.
+    /// The sources among `pairs` (one user's) that speak for `metric` and have not been
+    /// heard from since `day` ended (in the pair's zone): their data for that day may still
+    /// come, so the day is unknown rather than a total or "no data". That includes the day
+    /// of the last sign of life itself: a check-in at 01:00 says nothing of the rest of the
+    /// day. A pair that never gave a time (a log read from a file) claims nothing.
     /// Returns each such source with the day it was last heard from, by source.
     public static func silentSources(_ pairs: [SourceSync], metric: Metric, day: CivilDay) -> [(source: String, lastSeen: CivilDay)] {
         pairs.compactMap { pair -> (String, CivilDay)? in
-            guard pair.covers(metric), let seen = pair.lastSeenDay, day > seen else { return nil }
+            guard pair.covers(metric), let seen = pair.lastSeenDay, day >= seen else { return nil }
             return (pair.source, seen)
         }.sorted { $0.0 < $1.0 }
     }
@@ -84,15 +85,27 @@ public struct SourceSync: Hashable, Sendable {
         return max(a, b)
     }
 
+    /// How far a check-in's `at` may run ahead of its message's Kafka timestamp (clock skew
+    /// between a phone and the producer). Beyond it, the check-in counts as of the message's
+    /// timestamp plus this: a phone whose clock says 2199 must not look fresh forever.
+    public static let clockSkewAllowance: Int64 = 10 * 60 * Instant.nanosPerSecond
+
     /// What one event says about its pair, if anything (a deletion names no source).
-    /// - Parameter deliveredAt: the message's Kafka timestamp, when it came from Kafka.
+    /// - Parameter deliveredAt: the message's Kafka timestamp, when it came from Kafka; a
+    ///   check-in's `at` is capped at it plus `clockSkewAllowance` (both are in the log,
+    ///   so a rebuild caps the same way).
     public static func signOfLife(_ event: Event, deliveredAt: Instant?) -> SourceSync? {
         switch event {
         case .sampleAdded(let s):
             return SourceSync(user: s.user, source: s.source, lastSampleDelivered: deliveredAt,
                               newestSampleEnd: s.end, zone: s.zone, metrics: [s.metric])
         case .sourceCheckedIn(let c):
-            return SourceSync(user: c.user, source: c.source, lastCheckIn: c.at, metrics: Set(c.metrics ?? []))
+            var at = c.at
+            if let deliveredAt {
+                let (limit, overflow) = deliveredAt.nanoseconds.addingReportingOverflow(clockSkewAllowance)
+                if !overflow, at.nanoseconds > limit { at = Instant(nanoseconds: limit) }
+            }
+            return SourceSync(user: c.user, source: c.source, lastCheckIn: at, metrics: Set(c.metrics ?? []))
         case .sampleDeleted:
             return nil
         }

@@ -20,8 +20,9 @@ enum TotalsCommand: Subcommand {
     row per day with what each source contributed, and days without data as 'no data' —
     never 0. Safe to run while a projector writes.
 
-    UNKNOWN, not zero: a day after the last sign of life (check-in, or delivered sample)
-    of a source that speaks for the metric is 'unknown' — its data may still come. table
+    UNKNOWN, not zero: a day not over at the last sign of life (check-in, or delivered
+    sample) of a source that speaks for the metric — that day and every later one — is
+    'unknown': its data may still come. table
     prints the word (after the total if there is one, naming the silent source and since
     when); json adds "unknown":["phone"] to the day's line, and prints such a day without
     a row as {"user","metric","day","unknown"}; csv fills the last column. 'no data' means
@@ -122,8 +123,8 @@ enum TotalsCommand: Subcommand {
         /// before them. With `everyDay` false, only days with a row or a silent source: a
         /// long range costs the days printed, not the days in it.
         func forEachDay(everyDay: Bool, _ body: (CivilDay, DayTotal?, [(source: String, lastSeen: CivilDay)]) -> Void) {
-            // Days after the earliest last sign of life of a source that syncs the metric may be unknown.
-            let earliestUnknown = pairs.filter { $0.covers(metric) }.compactMap(\.lastSeenDay).min().map { $0.adding(days: 1) }
+            // From the day of the earliest last sign of life of a source that syncs the metric, days may be unknown.
+            let earliestUnknown = pairs.filter { $0.covers(metric) }.compactMap(\.lastSeenDay).min()
             var day = first
             var next = rows.startIndex
             while day <= last {

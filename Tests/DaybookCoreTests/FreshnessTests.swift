@@ -162,22 +162,45 @@ struct FreshnessTests {
         #expect(a.metrics == [.steps, .distance])
     }
 
-    @Test func daysAfterTheLastSignOfLifeInTheSourcesOwnZoneAreUnknown() {
-        // Last seen 2026-11-29T23:30Z: in Berlin (UTC+1) that is 11-30 00:30, so 11-30 is
-        // known there and 12-01 is the first unknown day; in UTC 11-30 would be unknown.
+    @Test func daysNotOverAtTheLastSignOfLifeInTheSourcesOwnZoneAreUnknown() {
+        // Last seen 2026-11-29T23:30Z: in Berlin (UTC+1) that is 11-30 00:30, so 11-29 was
+        // over there (known) and 11-30 is the first unknown day; in UTC 11-29 itself was not
+        // over yet, so it would be unknown.
         let phone = SourceSync(user: "ana", source: "phone", lastCheckIn: Self.at("2026-11-29T23:30:00Z"),
                                newestSampleEnd: Self.at("2026-11-29T20:00:00Z"), zone: "Europe/Berlin", metrics: [.steps])
         let watch = SourceSync(user: "ana", source: "watch", lastCheckIn: Self.at("2026-11-27T10:00:00Z"), metrics: [.heartRate])
         let day = { (text: String) in CivilDay(text)! }
         #expect(phone.lastSeenDay == day("2026-11-30"))
-        #expect(SourceSync.silentSources([phone, watch], metric: .steps, day: day("2026-11-30")).isEmpty)
-        #expect(SourceSync.silentSources([phone, watch], metric: .steps, day: day("2026-12-01")).map(\.source) == ["phone"])
-        // The watch speaks only for heart rate: silent since 11-27, so 11-28 on is unknown for it alone.
-        #expect(SourceSync.silentSources([phone, watch], metric: .heartRate, day: day("2026-11-28")).map(\.source) == ["watch"])
-        #expect(SourceSync.silentSources([phone, watch], metric: .heartRate, day: day("2026-11-27")).isEmpty)
+        #expect(SourceSync.silentSources([phone, watch], metric: .steps, day: day("2026-11-29")).isEmpty)
+        #expect(SourceSync.silentSources([phone, watch], metric: .steps, day: day("2026-11-30")).map(\.source) == ["phone"])
+        #expect(SourceSync.silentSources([phone, watch], metric: .steps, day: day("2026-11-30")).first?.lastSeen == day("2026-11-30"))
+        // The watch speaks only for heart rate: last heard 11-27 at 10:00, so 11-27 on is unknown for it alone.
+        #expect(SourceSync.silentSources([phone, watch], metric: .heartRate, day: day("2026-11-27")).map(\.source) == ["watch"])
+        #expect(SourceSync.silentSources([phone, watch], metric: .heartRate, day: day("2026-11-26")).isEmpty)
         var utc = phone
         utc.zone = nil
-        #expect(SourceSync.silentSources([utc], metric: .steps, day: day("2026-11-30")).map(\.source) == ["phone"])
+        #expect(SourceSync.silentSources([utc], metric: .steps, day: day("2026-11-29")).map(\.source) == ["phone"])
+    }
+
+    @Test func aCheckInCountsAtMostTenMinutesPastItsMessage() {
+        // A phone whose clock says 2199: as of its message (12:00) + 10 min, never later.
+        let message = Self.at("2026-11-30T12:00:00Z")
+        let future = Event.sourceCheckedIn(CheckIn(user: "ana", source: "phone", at: Self.at("2199-12-31T00:00:00Z")))
+        #expect(SourceSync.signOfLife(future, deliveredAt: message)?.lastCheckIn == Self.at("2026-11-30T12:10:00Z"))
+        // Within the allowance (and in the past) it counts as written; from a file, as written.
+        let skewed = Event.sourceCheckedIn(CheckIn(user: "ana", source: "phone", at: Self.at("2026-11-30T12:04:00Z")))
+        #expect(SourceSync.signOfLife(skewed, deliveredAt: message)?.lastCheckIn == Self.at("2026-11-30T12:04:00Z"))
+        #expect(SourceSync.signOfLife(future, deliveredAt: nil)?.lastCheckIn == Self.at("2199-12-31T00:00:00Z"))
+    }
+
+    @Test func silenceIsExactAcrossTheWholeAcceptedRange() {
+        // 1900 → 2199 is more nanoseconds than Int64 holds.
+        let policy = FreshnessPolicy(defaultRule: .init(threshold: .seconds(3600), pageFraction: 0.5))
+        let old = SourceSync(user: "ana", source: "phone", lastCheckIn: Self.at("1900-01-01T00:00:00Z"))
+        let report = StaleDetector(policy: policy).evaluate(pairs: [old], now: Self.at("2199-12-31T23:59:59Z"))
+        #expect(report.stale.map(\.user) == ["ana"])
+        let future = SourceSync(user: "ana", source: "phone", lastCheckIn: Self.at("2199-12-31T23:59:59Z"))
+        #expect(StaleDetector(policy: policy).evaluate(pairs: [future], now: Self.at("1900-01-01T00:00:00Z")).stale.isEmpty)
     }
 
     // MARK: The event

@@ -47,16 +47,18 @@ import Testing
         (list as? [[String: Any]] ?? []).map { "\($0["user"] ?? "")/\($0["source"] ?? "")" }
     }
 
-    /// Samples are published at t0 (their Kafka timestamps: a sign of life then); check-ins
-    /// carry their own `at`. Judged at now = t0 + 3 days:
-    /// - ana/watch: samples, check-in t0+68h → silent 4 h < 12 h: fresh
-    /// - ana/phone: samples, check-in t0+24h → silent 48 h > 24 h: STALE
-    /// - bob/watch: check-in only, t0+61h → 11 h < 12 h: fresh
-    /// - bob/phone: check-in only, t0+54h → 18 h < 24 h: fresh (a user who rested: no samples, not silent)
-    /// - cai/watch: samples only (no check-in) → silent ~72 h > 12 h: STALE
-    /// - dan/scale: check-in t0+40h → 32 h < 36 h (the default): fresh
-    /// - canary-w/watch: one check-in at t0−10 days; canary-p/phone: never
-    /// Sources: watch 1 of 3 stale (ana, bob, cai), phone 1 of 2 (pages at 0.5), scale 0 of 1.
+    /// Everything is published at t0: samples show their source alive then (their Kafka
+    /// timestamps); check-ins carry their own `at`, in the past (a future one counts only
+    /// up to its message's timestamp + 10 min). Judged at now = t0 + 2 h:
+    /// - ana/watch, ana/phone: samples → silent 2 h: fresh
+    /// - bob/phone: check-in only, t0−30h → silent 32 h > 24 h: STALE
+    /// - bob/watch: check-in only, t0−9h → 11 h < 12 h: fresh
+    /// - cai/watch: check-in t0−30h (would be stale) but a sample delivered at t0: fresh
+    /// - dan/scale: check-in t0−33h → 35 h < 36 h (the default): fresh
+    /// - eve/watch: check-in t0−15h → 17 h > 12 h: STALE
+    /// - fut/watch: check-in "at 2199" → counts as t0 + 10 min at most: fresh now, stale at t0 + 20 h
+    /// - canary-w/watch: one check-in at t0−240h; canary-p/phone: never
+    /// Sources: watch 1 of 5 stale (ana, bob, cai, eve, fut), phone 1 of 2 (pages at 0.5), scale 0 of 1.
     @Test(.timeLimit(.minutes(3))) func staleListsExactlyTheSilentPairsAndARebuildAgrees() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "4"])
         defer { _ = broker.stop() }
@@ -64,39 +66,47 @@ import Testing
         let at = { (hours: Int64) in Instant(seconds: t0 + hours * Self.hour) }
         // ana's walk the day before t0 (Berlin): the watch 3,000 over 09:00–10:00, the phone
         // 2,000 over 09:30–10:30; the watch wins 09:00–10:00 and the phone keeps 10:00–10:30
-        // = 1,000, so 4,000 (naive sum 5,000, max 3,000).
+        // = 1,000, so 4,000 (naive sum 5,000, max 3,000). Two days before t0: 500 watch steps.
         let berlin = ZoneRules.named("Europe/Berlin")!
         let yesterday = berlin.day(of: Instant(seconds: t0)).adding(days: -1)
         let nine = Instant(nanoseconds: berlin.bounds(of: yesterday).start.nanoseconds + 9 * Self.hour * 1_000_000_000)
+        let earlier = Instant(nanoseconds: nine.nanoseconds - 2 * Instant.nanosPerDay)
         let lines = [
             Self.sample("ana", "a-w", "watch", nine, minutes: 60, 3000, zone: "Europe/Berlin"),
             Self.sample("ana", "a-p", "phone", Instant(nanoseconds: nine.nanoseconds + 1_800_000_000_000), minutes: 60, 2000, zone: "Europe/Berlin"),
-            Self.checkIn("ana", "watch", at(68)),
-            Self.checkIn("ana", "phone", at(24), metrics: [.steps]),
-            Self.checkIn("bob", "watch", at(61)),
-            Self.checkIn("bob", "phone", at(54), metrics: [.steps]),
+            Self.sample("ana", "a-e", "watch", earlier, minutes: 10, 500, zone: "Europe/Berlin"),
+            Self.checkIn("bob", "phone", at(-30), metrics: [.steps]),
+            Self.checkIn("bob", "watch", at(-9)),
+            Self.checkIn("cai", "watch", at(-30)),
             Self.sample("cai", "c-w", "watch", nine, minutes: 30, 1200, zone: "UTC"),
-            Self.checkIn("dan", "scale", at(40)),
+            Self.checkIn("dan", "scale", at(-33)),
+            Self.checkIn("eve", "watch", at(-15)),
+            Self.checkIn("fut", "watch", Instant(seconds: 7_258_032_000)), // 2199-12-31T00:00:00Z
             Self.checkIn("canary-w", "watch", at(-240)),
         ]
         try publish(lines, to: broker)
         let dir = scratch.newPath("data")
         try project(broker, dir)
         let config = try scratch.file(Self.config(), suffix: ".json")
-        let now = "\(at(72))"
+        let now = "\(at(2))"
 
         let stale = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json"])
         #expect(stale.status == 1, "phone pages: \(stale.stdout) \(stale.stderr)")
         let report = try Self.json(stale.stdout)
         let listed = (report["stale"] as? [[String: Any]] ?? []).filter { $0["canary"] as? Bool == false }
-        #expect(Self.names(listed) == ["ana/phone", "cai/watch"], "\(stale.stdout)")
-        #expect(listed.first?["silent_seconds"] as? Int == Int(48 * Self.hour))
+        #expect(Self.names(listed) == ["bob/phone", "eve/watch"], "\(stale.stdout)")
+        #expect(listed.first?["silent_seconds"] as? Int == Int(32 * Self.hour))
         #expect(report["detector_ok"] as? Bool == true)
         #expect(Self.names(report["canaries"]) == ["canary-w/watch", "canary-p/phone"])
         let sources = Dictionary(uniqueKeysWithValues: (report["sources"] as? [[String: Any]] ?? []).map { ("\($0["source"] ?? "")", $0) })
-        #expect(sources["watch"]?["users"] as? Int == 3 && sources["watch"]?["stale"] as? Int == 1 && sources["watch"]?["pages"] as? Bool == false)
+        #expect(sources["watch"]?["users"] as? Int == 5 && sources["watch"]?["stale"] as? Int == 1 && sources["watch"]?["pages"] as? Bool == false)
         #expect(sources["phone"]?["users"] as? Int == 2 && sources["phone"]?["stale"] as? Int == 1 && sources["phone"]?["pages"] as? Bool == true)
         #expect(sources["scale"]?["users"] as? Int == 1 && sources["scale"]?["stale"] as? Int == 0)
+        // The check-in dated 2199 counts as of its message (+10 min at most): at t0 + 20 h fut's
+        // watch is silent past 12 h like the others (ana's phone, 20 h < 24 h, is not).
+        let later = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", "\(at(20))", "--format", "json"])
+        #expect(Self.names((try Self.json(later.stdout)["stale"] as? [[String: Any]] ?? []).filter { $0["canary"] as? Bool == false })
+                == ["bob/phone", "dan/scale", "ana/watch", "bob/watch", "cai/watch", "eve/watch", "fut/watch"], "\(later.stdout)")
 
         // The same figures for Prometheus, in a file promtool finds clean.
         let prom = scratch.newPath("stale") + ".prom"
@@ -105,18 +115,18 @@ import Testing
         let promText = try String(contentsOfFile: prom, encoding: .utf8)
         let series = MetricsFileTests.samples(promText)
         #expect(series[#"daybook_stale_pairs{source="phone"}"#] == 1 && series[#"daybook_source_users{source="phone"}"#] == 2)
-        #expect(series[#"daybook_stale_pairs{source="watch"}"#] == 1 && series[#"daybook_source_users{source="watch"}"#] == 3)
+        #expect(series[#"daybook_stale_pairs{source="watch"}"#] == 1 && series[#"daybook_source_users{source="watch"}"#] == 5)
         #expect(series[#"daybook_stale_fraction{source="phone"}"#] == 0.5 && series[#"daybook_stale_pages{source="phone"}"#] == 1)
         #expect(series[#"daybook_stale_pages{source="watch"}"#] == 0 && series[#"daybook_stale_threshold_seconds{source="watch"}"#] == 43_200)
         #expect(series["daybook_canaries"] == 2 && series["daybook_canaries_unreported"] == 0 && series["daybook_canary_check_ok"] == 1)
-        #expect(series["daybook_stale_evaluation_timestamp_seconds"] == Double(t0 + 72 * Self.hour))
+        #expect(series["daybook_stale_evaluation_timestamp_seconds"] == Double(t0 + 2 * Self.hour))
         let check = try Promtool.checkMetrics(promText)
         #expect(check.isClean, "\(check.output)")
 
         // The table says the same for people; --page-fraction moves the page line.
         let table = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now])
         #expect(table.status == 1)
-        #expect(table.stdout.contains("phone   ana       2d") && table.stdout.contains("canaries: all 2 reported stale"), "\(table.stdout)")
+        #expect(table.stdout.contains("phone   bob       1d 8h") && table.stdout.contains("canaries: all 2 reported stale"), "\(table.stdout)")
         let calmer = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "phone=0.6"])
         #expect(calmer.status == 0, "\(calmer.stdout)")
         #expect(try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "0.3"]).status == 1)
@@ -124,49 +134,52 @@ import Testing
         // A rebuild from the log gives the same sync state, pair by pair and field by field.
         let all = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json", "--all"])
         let pairs = try Self.json(all.stdout)["pairs"] as? [[String: Any]] ?? []
-        #expect(pairs.count == 7, "\(all.stdout)")
-        // cai's watch never checked in: its sample's Kafka timestamp (publish time) is its last sign of life.
+        #expect(pairs.count == 9, "\(all.stdout)")
+        // cai's watch checked in 30 h before t0, then delivered a sample: its message's timestamp is its last sign of life.
         let cai = pairs.first { $0["user"] as? String == "cai" }
         let delivered = (cai?["last_sample_delivered"] as? String).flatMap { try? Instant(rfc3339: $0) }
         #expect(delivered.map { $0 >= Instant(seconds: t0) && $0 < Instant(seconds: t0 + 120) } == true, "\(String(describing: cai))")
-        #expect(cai?["last_seen"] as? String == cai?["last_sample_delivered"] as? String && cai?["last_check_in"] is NSNull)
+        #expect(cai?["last_seen"] as? String == cai?["last_sample_delivered"] as? String && cai?["last_check_in"] as? String == "\(at(-30))")
         let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir])
         #expect(rebuild.status == 0, "\(rebuild.stderr)")
         let again = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json", "--all"])
         #expect(again.stdout == all.stdout)
         #expect(FileManager.default.fileExists(atPath: dir + "/manifest.json"))
 
-        // totals: ana's phone is silent since t0+24h (a day in Berlin); the days after it are unknown.
-        let phoneDay = berlin.day(of: at(24))
-        let totals = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--metric", "steps", "--from", "\(yesterday)",
-                                      "--to", "\(phoneDay.adding(days: 2))", "--format", "json"])
-        let days = totals.stdout.split(separator: "\n").map(String.init)
-        #expect(days.first == #"{"user":"ana","metric":"steps","day":"\#(yesterday)","value":4000}"#, "\(totals.stdout)")
-        #expect(days.dropFirst() == [#"{"user":"ana","metric":"steps","day":"\#(phoneDay.adding(days: 1))","unknown":["phone"]}"#,
-                                     #"{"user":"ana","metric":"steps","day":"\#(phoneDay.adding(days: 2))","unknown":["phone"]}"#], "\(totals.stdout)")
-        let text = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--metric", "steps", "--from", "\(yesterday)", "--to", "\(phoneDay.adding(days: 1))"])
-        #expect(text.stdout.contains("  \(phoneDay)       no data\n"), "\(text.stdout)")
-        #expect(text.stdout.contains("  \(phoneDay.adding(days: 1))       unknown  phone silent since \(phoneDay)"), "\(text.stdout)")
+        // totals: ana's sources were last heard from at t0 (its day in Berlin): that day is unknown,
+        // the day without a row before it is "no data", never 0.
+        let today = berlin.day(of: Instant(seconds: t0))
+        let totals = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--metric", "steps", "--from", "\(yesterday.adding(days: -2))",
+                                      "--to", "\(today.adding(days: 1))", "--format", "json"])
+        #expect(totals.stdout.split(separator: "\n").map(String.init) == [
+            #"{"user":"ana","metric":"steps","day":"\#(yesterday.adding(days: -2))","value":500}"#,
+            #"{"user":"ana","metric":"steps","day":"\#(yesterday)","value":4000}"#,
+            #"{"user":"ana","metric":"steps","day":"\#(today)","unknown":["phone","watch"]}"#,
+            #"{"user":"ana","metric":"steps","day":"\#(today.adding(days: 1))","unknown":["phone","watch"]}"#,
+        ], "\(totals.stdout)")
+        let text = try Daybook.run(["totals", "--data", dir, "--user", "ana", "--metric", "steps", "--from", "\(yesterday.adding(days: -2))", "--to", "\(today)"])
+        #expect(text.stdout.contains("  \(yesterday.adding(days: -1))       no data\n"), "\(text.stdout)")
+        #expect(text.stdout.contains("  \(today)       unknown  phone silent since \(today), watch silent since \(today)"), "\(text.stdout)")
 
-        // The negative twin: ana's phone checks in at t0+60h; nothing but cai is stale now, and nothing pages.
-        try publish([Self.checkIn("ana", "phone", at(60))], to: broker)
+        // The negative twin: bob's phone checks in at t0; only eve is stale now, and nothing pages.
+        try publish([Self.checkIn("bob", "phone", at(0))], to: broker)
         try project(broker, dir)
         let twin = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json"])
         #expect(twin.status == 0, "\(twin.stdout)")
         let after = (try Self.json(twin.stdout)["stale"] as? [[String: Any]] ?? []).filter { $0["canary"] as? Bool == false }
-        #expect(Self.names(after) == ["cai/watch"])
+        #expect(Self.names(after) == ["eve/watch"])
 
         // verify compares the sync state too: a hand-moved check-in is named, and a rebuild of its partition repairs it.
         #expect(try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir]).status == 0)
         let shard = try ShardReader(directory: dir).shardPaths().first { path in
-            (try? OperatorTests.sql(path, "SELECT count(*) FROM sync_state WHERE user = 'ana'")) == "2"
+            (try? OperatorTests.sql(path, "SELECT count(*) FROM sync_state WHERE user = 'bob'")) == "2"
         }
         let path = try #require(shard)
-        _ = try OperatorTests.sql(path, "UPDATE sync_state SET last_check_in_ns = last_check_in_ns + 3600000000000 WHERE user = 'ana' AND source = 'phone'")
+        _ = try OperatorTests.sql(path, "UPDATE sync_state SET last_check_in_ns = last_check_in_ns + 3600000000000 WHERE user = 'bob' AND source = 'phone'")
         let edited = try Daybook.run(["verify", "--brokers", broker.bootstrap, "--data", dir])
         #expect(edited.status == 1, "\(edited.stderr)")
         let verifyLines = edited.stdout.split(separator: "\n")
-        #expect(verifyLines.count == 1 && verifyLines[0].hasPrefix("DIFFERS sync state ana/phone: live check-in \(at(61))"), "\(edited.stdout)")
+        #expect(verifyLines.count == 1 && verifyLines[0].hasPrefix("DIFFERS sync state bob/phone: live check-in \(at(1))"), "\(edited.stdout)")
         let partition = try #require(Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: "health-samples"))
         #expect(edited.stderr.contains("1 (user, source) sync states differ") && edited.stderr.contains("--partition \(partition)"), "\(edited.stderr)")
         #expect(try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", dir, "--partition", "\(partition)"]).status == 0)
