@@ -22,15 +22,14 @@ enum TotalsCommand: Subcommand {
 
     UNKNOWN, not zero: a day not over at the last sign of life (check-in, or delivered
     sample) of a source that speaks for the metric — that day and every later one — is
-    'unknown': its data may still come. table
-    prints the word (after the total if there is one, naming the silent source and since
-    when); json adds "unknown":["phone"] to the day's line, and prints such a day without
-    a row as {"user","metric","day","unknown"}; csv fills the last column. 'no data' means
-    every such source has checked in since and nothing was recorded. Days are listed from
-    --from to --to (else from the first to the last row): give --to (e.g. today) to see
-    the days after the last row, and --user with --from and --to to see every metric the
-    user's sources sync, rows or not. A source's day is counted in the zone of its newest
-    sample (UTC if it never sent one).
+    'unknown': its data may still come. table prints the word (after the total if there
+    is one, naming the silent source and since when); json adds "unknown":["phone"] to the
+    day's line, and prints such a day without a row as {"user","metric","day","unknown"};
+    csv fills the last column. 'no data' means every such source was heard from after the
+    day ended and nothing was recorded. Days are listed from --from to --to (else from the
+    first to the last row): give --to (e.g. today) to see the days after the last row, and
+    --user with --from and --to to see every metric the user's sources sync, rows or not.
+    A source's day is counted in the zone of its newest sample (UTC if it never sent one).
 
     EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
     not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
