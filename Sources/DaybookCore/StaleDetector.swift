@@ -104,10 +104,15 @@ public struct StaleDetector: Sendable {
         private var stale: [StalePair] = []
         private var users: [String: Int] = [:]
         private var staleUsers: [String: Int] = [:]
+        /// Whether stale pairs other than canaries are kept for the report (false: counted only).
+        private let keepPairs: Bool
+        /// The canaries the data has no pair for (filled by `finish`).
+        public private(set) var canariesNeverSeen: [SyncKey] = []
 
-        public init(detector: StaleDetector, now: Instant) {
+        public init(detector: StaleDetector, now: Instant, keepPairs: Bool = true) {
             self.detector = detector
             self.now = now
+            self.keepPairs = keepPairs
             canaries = Set(detector.policy.canaries)
         }
 
@@ -121,16 +126,18 @@ public struct StaleDetector: Sendable {
         private mutating func check(_ key: SyncKey, lastSeen: Instant?, isCanary: Bool) {
             guard let threshold = detector.policy.rule(for: key.source).threshold,
                   detector.isSilent(lastSeen, now, threshold) else { return }
+            if !isCanary { staleUsers[key.source, default: 0] += 1 }
+            guard keepPairs || isCanary else { return }
             stale.append(StalePair(user: key.user, source: key.source, lastSeen: lastSeen,
                                    silence: lastSeen.map { StaleDetector.silence(since: $0, now: now) },
                                    threshold: threshold, isCanary: isCanary))
-            if !isCanary { staleUsers[key.source, default: 0] += 1 }
         }
 
         public mutating func finish() -> StaleReport {
             // A canary the log has never heard of is a pair too: never seen.
             for canary in detector.policy.canaries where !canariesSeen.contains(canary) {
                 canariesSeen.insert(canary)
+                canariesNeverSeen.append(canary)
                 check(canary, lastSeen: nil, isCanary: true)
             }
             let names = Set(users.keys).union(detector.policy.sources.keys).union(stale.map(\.source))

@@ -112,12 +112,17 @@ public struct SourceSync: Hashable, Sendable {
     }
 }
 
-/// The pairs of a user, keyed for a batch's merge.
-public struct SyncKey: Hashable, Sendable {
+/// A (user, source) pair. Ordered as SQLite orders text: by UTF-8 bytes, user first.
+public struct SyncKey: Hashable, Sendable, Comparable {
     public var user: String
     public var source: String
     public init(user: String, source: String) {
         self.user = user
         self.source = source
+    }
+
+    public static func < (a: SyncKey, b: SyncKey) -> Bool {
+        if a.user != b.user { return a.user.utf8.lexicographicallyPrecedes(b.user.utf8) }
+        return a.source.utf8.lexicographicallyPrecedes(b.source.utf8)
     }
 }

@@ -145,18 +145,8 @@ public struct SyncDifference: Sendable {
 /// pair that differs. Returns the number of pairs looked at.
 public func compareSyncState(_ live: SyncStateCursor, _ rebuilt: SyncStateCursor,
                              _ report: (SyncDifference) throws -> Void) throws -> Int {
-    try compareSorted(live.next, rebuilt.next, key: { SyncOrder(user: $0.user, source: $0.source) }, differ: { $0 != $1 }) { key, a, b in
-        try report(SyncDifference(key: SyncKey(user: key.user, source: key.source), live: a, rebuilt: b))
-    }
-}
-
-/// (user, source) in SQLite's order for text: by UTF-8 bytes.
-struct SyncOrder: Comparable {
-    var user: String
-    var source: String
-    static func < (a: SyncOrder, b: SyncOrder) -> Bool {
-        if a.user != b.user { return a.user.utf8.lexicographicallyPrecedes(b.user.utf8) }
-        return a.source.utf8.lexicographicallyPrecedes(b.source.utf8)
+    try compareSorted(live.next, rebuilt.next, key: { SyncKey(user: $0.user, source: $0.source) }, differ: { $0 != $1 }) { key, a, b in
+        try report(SyncDifference(key: key, live: a, rebuilt: b))
     }
 }
 

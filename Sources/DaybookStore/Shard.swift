@@ -90,11 +90,13 @@ public final class Shard {
         // timestamp), the newest sample end and its zone, and the metrics it syncs (a bit
         // per `Metric.storageCode`). Each column only moves forward (`SourceSync.merge`),
         // written in the batch's transaction. A shard built before this has no row until
-        // its pairs speak again; a rebuild fills it from the log.
+        // its pairs speak again; meta.sync_state_from records where its sync state starts
+        // (`daybook stale` warns about it), and a rebuild fills it from the log.
         ("004-sync-state", """
         CREATE TABLE sync_state (user TEXT NOT NULL, source TEXT NOT NULL, last_check_in_ns INTEGER,
                                  last_sample_ns INTEGER, newest_end_ns INTEGER, newest_zone TEXT,
                                  metrics INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user, source)) WITHOUT ROWID;
+        INSERT INTO meta (key, value) SELECT 'sync_state_from', CAST(max(next_offset) AS TEXT) FROM progress HAVING max(next_offset) > 0;
         """),
     ]
 

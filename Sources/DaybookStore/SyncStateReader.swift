@@ -26,26 +26,110 @@ enum SyncStateColumns {
 }
 
 extension ShardReader {
-    /// Every (user, source) pair of every shard, one at a time, by user and source within
-    /// a shard: memory does not grow with the number of pairs.
+    /// Every (user, source) pair of the projection, one at a time in (user, source) order,
+    /// merged across shards: a user's events keyed as Daybook keys them live in one
+    /// partition, but a producer with another partitioner (or a topic that grew) can put a
+    /// pair in two shards, and it is still one pair (`SourceSync.merge`). Memory holds one
+    /// pair per shard, not all of them.
     public func forEachSyncPair(_ body: (SourceSync) throws -> Void) throws {
+        var cursors: [SyncStateCursor] = []
         for path in try shardPaths() {
-            guard let db = try open(path), try SyncStateColumns.exists(in: db) else { continue }
-            let read = try db.statement(SyncStateColumns.select + " ORDER BY user, source")
-            while try read.step() { try body(SyncStateColumns.pair(read)) }
+            guard let db = try open(path) else { continue }
+            cursors.append(try SyncStateCursor(database: db))
+        }
+        var heads: [(key: SyncKey, pair: SourceSync, cursor: Int)] = []
+        for (i, c) in cursors.enumerated() {
+            if let p = try c.next() { heads.append((SyncKey(user: p.user, source: p.source), p, i)) }
+        }
+        var heap = MinHeap(heads) { $0.key < $1.key }
+        while let first = heap.pop() {
+            var merged = first.pair
+            var advance = [first.cursor]
+            while let top = heap.peek, top.key == first.key, let same = heap.pop() {
+                merged.merge(same.pair)
+                advance.append(same.cursor)
+            }
+            for i in advance {
+                if let p = try cursors[i].next() { heap.push((SyncKey(user: p.user, source: p.source), p, i)) }
+            }
+            try body(merged)
         }
     }
 
-    /// The pairs of `user`, by source.
+    /// The pairs of `user`, by source (merged across shards, as `forEachSyncPair`).
     public func syncPairs(user: String) throws -> [SourceSync] {
-        var out: [SourceSync] = []
+        var bySource: [String: SourceSync] = [:]
         for path in try shardPaths() {
             guard let db = try open(path), try SyncStateColumns.exists(in: db) else { continue }
-            let read = try db.statement(SyncStateColumns.select + " WHERE user = ? ORDER BY source")
+            let read = try db.statement(SyncStateColumns.select + " WHERE user = ?")
             try read.bind(1, user)
-            while try read.step() { out.append(SyncStateColumns.pair(read)) }
+            while try read.step() {
+                let pair = SyncStateColumns.pair(read)
+                bySource[pair.source, default: pair].merge(pair)
+            }
         }
-        return out.sorted { $0.source < $1.source }
+        return bySource.values.sorted { SyncKey(user: $0.user, source: $0.source) < SyncKey(user: $1.user, source: $1.source) }
+    }
+
+    /// The shards that cannot hold sync state yet (no projector of this version opened them),
+    /// and those whose sync state starts at an offset (migrated with history before it): a
+    /// rebuild fills both from the log.
+    public func syncStateGaps() throws -> (missing: [String], partial: [(path: String, from: Int64)]) {
+        var missing: [String] = []
+        var partial: [(String, Int64)] = []
+        for path in try shardPaths() {
+            guard let db = try open(path) else { continue }
+            guard try SyncStateColumns.exists(in: db) else {
+                missing.append(path)
+                continue
+            }
+            if let from = try db.statement("SELECT value FROM meta WHERE key = 'sync_state_from'").firstRow({ Int64($0.text(0)) ?? 0 }), from > 0 {
+                partial.append((path, from))
+            }
+        }
+        return (missing, partial)
+    }
+}
+
+/// A binary min-heap (by `less`), for merging sorted streams.
+struct MinHeap<Element> {
+    private var items: [Element]
+    private let less: (Element, Element) -> Bool
+
+    init(_ items: [Element], less: @escaping (Element, Element) -> Bool) {
+        self.items = []
+        self.less = less
+        for item in items { push(item) }
+    }
+
+    var peek: Element? { items.first }
+
+    mutating func push(_ item: Element) {
+        items.append(item)
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard less(items[i], items[parent]) else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() -> Element? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var smallest = i
+            if l < items.count, less(items[l], items[smallest]) { smallest = l }
+            if r < items.count, less(items[r], items[smallest]) { smallest = r }
+            guard smallest != i else { break }
+            items.swapAt(i, smallest)
+            i = smallest
+        }
+        return top
     }
 }
 
@@ -63,8 +147,11 @@ extension Shard {
 /// One shard's sync state, a pair at a time in (user, source) order (for comparing shards).
 public final class SyncStateCursor {
     private let rows: Statement?
+    /// Kept open for as long as the cursor reads it (a statement does not own its database).
+    private let database: Database?
 
     init(database: Database?) throws {
+        self.database = database
         guard let database, try SyncStateColumns.exists(in: database) else {
             rows = nil
             return

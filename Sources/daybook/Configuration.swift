@@ -158,6 +158,9 @@ struct DaybookConfiguration {
                 guard seen.insert(canary).inserted else {
                     throw ConfigurationError(field: path, message: "lists \(JSONWriter.quoted(canary.user))/\(JSONWriter.quoted(canary.source)) a second time")
                 }
+                guard freshness.rule(for: canary.source).threshold != nil else {
+                    throw ConfigurationError(field: path, message: "source \(JSONWriter.quoted(canary.source)) has threshold \"never\", so this canary could never be reported stale; give the source a threshold or the canary another source")
+                }
                 freshness.canaries.append(canary)
             }
         }

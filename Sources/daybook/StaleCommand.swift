@@ -7,7 +7,7 @@ import Foundation
 enum StaleCommand: Subcommand {
     static let name = "stale"
     static let abstract = "List (user, source) pairs silent past their source's threshold; page on a share of a source's users."
-    static let usage = "stale --data DIR [--config FILE] [--now T] [--page-fraction F | SOURCE=F,…] [--format table|json] [--all] [--metrics-file PATH]"
+    static let usage = "stale --data DIR [--config FILE] [--now T] [--page-fraction F | SOURCE=F,…] [--format table|json] [--all | --summary] [--metrics-file PATH]"
     static let options = [
         OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (as given to project)."),
         OptionSpec(name: "--config", value: "FILE", help: "Thresholds, page fractions and canaries: the freshness section (config/daybook.json)."),
@@ -15,6 +15,7 @@ enum StaleCommand: Subcommand {
         OptionSpec(name: "--page-fraction", value: "F", help: "Page when this share of a source's users is stale: one number for every source, or SOURCE=F,… (overrides the config)."),
         OptionSpec(name: "--format", value: "F", help: "table (default, for people) or json (one object)."),
         OptionSpec(name: "--all", value: nil, help: "Also list every pair, stale or not, with its sync state."),
+        OptionSpec(name: "--summary", value: nil, help: "Only the per-source summary and the canaries (for cron and --metrics-file: memory and output stay small however many pairs are stale)."),
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Also write the figures in the Prometheus text format to PATH (atomically; for node_exporter's textfile collector)."),
     ]
     static let discussion = """
@@ -33,14 +34,23 @@ enum StaleCommand: Subcommand {
     Every canary must come out stale; one that does not means the detector is broken (a
     threshold in the wrong unit, a missing check-in taken for a fresh one) and stale exits 3
     with a loud message, whatever else it found. Without canaries it warns that nothing
-    proves it fires.
+    proves it fires, and names canaries that never checked in at all (they prove only the
+    never-seen path). A canary catches a threshold in the wrong unit only while its age
+    lies between the right and the wrong threshold (36h vs 36d: from 1.5 to 36 days after
+    its check-in): re-provision it (a new user id, one check-in) when it is older than
+    the largest wrong threshold you fear.
+
+    Shards without sync state (made before freshness) or with sync state only from an
+    upgrade on are named on stderr: 'daybook rebuild' fills them from the log. A pair a
+    producer put in two partitions is read as one.
 
     EXIT CODES: 0 nothing pages (stale pairs may still be listed); 1 some source pages; 3
     the detector is broken: a canary was not reported stale; 64 usage; 65 a file in DIR is
-    not a shard, or a damaged manifest; 66 DIR, or the directory of --metrics-file,
-    missing; 74 storage failure (also writing --metrics-file); 78 bad configuration.
+    not a shard, or a damaged manifest; 66 DIR missing or without shards (nothing to
+    judge), or the directory of --metrics-file missing; 74 storage failure (also writing --metrics-file); 78 bad configuration.
 
-    --metrics-file PATH writes, per source, daybook_stale_pairs, daybook_source_users,
+    --metrics-file PATH writes, per source listed in freshness.sources (all others
+    together as source="other", so producers cannot multiply the series), daybook_stale_pairs, daybook_source_users,
     daybook_stale_fraction, daybook_stale_page_fraction, daybook_stale_pages and
     daybook_stale_threshold_seconds, and daybook_canaries, daybook_canaries_unreported,
     daybook_canary_check_ok and daybook_stale_evaluation_timestamp_seconds — also when the
@@ -62,24 +72,34 @@ enum StaleCommand: Subcommand {
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json") }
         var now = Instant(nanoseconds: Int64((Date().timeIntervalSince1970 * 1e9).rounded(.down)))
         if let text = arguments.value("--now") {
-            guard let t = try? Instant(rfc3339: text) else {
-                throw CLIError.usage("--now '\(TerminalText.escaped(text))' is not an RFC 3339 time (e.g. 2026-11-30T09:00:00Z)")
+            do {
+                now = try Instant(rfc3339: text)
+            } catch {
+                throw CLIError.usage("--now '\(TerminalText.escaped(text))' \(error.reason)")
             }
-            now = t
         }
         let config = try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false)
         var policy = config.freshness
-        if let text = arguments.value("--page-fraction") { try applyPageFractions(text, to: &policy) }
+        var named: [String] = []
+        if let text = arguments.value("--page-fraction") { named = try applyPageFractions(text, to: &policy) }
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
         if let path = arguments.value("--metrics-file") {
             do { try MetricsFile.checkDestination(path) } catch { throw CLIError.metricsFile(error) }
         }
 
+        guard !(arguments.has("--all") && arguments.has("--summary")) else { throw CLIError.usage("--all and --summary ask for opposite things; give one") }
+
         let detector = StaleDetector(policy: policy)
-        var evaluation = StaleDetector.Evaluation(detector: detector, now: now)
+        var evaluation = StaleDetector.Evaluation(detector: detector, now: now, keepPairs: !arguments.has("--summary"))
         var all: [SourceSync] = []
+        let reader = ShardReader(directory: data)
+        let gaps: (missing: [String], partial: [(path: String, from: Int64)])
         do {
-            try ShardReader(directory: data).forEachSyncPair { pair in
+            guard !(try reader.shardPaths().isEmpty) else {
+                throw CLIError(code: ExitCode.noInput, message: "\(data) holds no shards: nothing to judge. Run daybook project --data \(data) first.")
+            }
+            gaps = try reader.syncStateGaps()
+            try reader.forEachSyncPair { pair in
                 evaluation.add(pair)
                 if arguments.has("--all") { all.append(pair) }
             }
@@ -101,8 +121,17 @@ enum StaleCommand: Subcommand {
         if let path = arguments.value("--metrics-file") {
             try StaleMetrics.write(report, policy: policy, unreported: unreported, to: path)
         }
+        warn(gaps: gaps, data: data)
         if policy.canaries.isEmpty {
             printError("stale: no canaries configured (freshness.canaries): nothing proves this detector fires. Add a (user, source) pair that never checks in.")
+        }
+        let neverSeen = evaluation.canariesNeverSeen.filter { !unreported.contains($0) }
+        if !neverSeen.isEmpty {
+            let names = neverSeen.map { "\(TerminalText.escaped($0.user))/\(TerminalText.escaped($0.source))" }.joined(separator: ", ")
+            printError("stale: canar\(neverSeen.count == 1 ? "y" : "ies") \(names) never checked in: that proves only that never-seen pairs are reported. Publish one source-checked-in for each when you set it up, so every run also tests the thresholds.")
+        }
+        for source in named where report.sources.first(where: { $0.source == source })?.users ?? 0 == 0 && config.freshness.sources[source] == nil {
+            printError("stale: --page-fraction names source '\(TerminalText.escaped(source))', which no pair has and freshness.sources does not list (a typo?)")
         }
         if !unreported.isEmpty {
             let names = unreported.map { "\(TerminalText.escaped($0.user))/\(TerminalText.escaped($0.source))" }.joined(separator: ", ")
@@ -115,10 +144,22 @@ enum StaleCommand: Subcommand {
         return report.pages ? 1 : ExitCode.ok
     }
 
-    /// `0.2` for every source, or `watch=0.1,phone=0.25`.
-    static func applyPageFractions(_ text: String, to policy: inout FreshnessPolicy) throws {
+    /// Says which shards cannot show their users' silence (yet), and what fills them in.
+    static func warn(gaps: (missing: [String], partial: [(path: String, from: Int64)]), data: String) {
+        if !gaps.missing.isEmpty {
+            printError("stale: \(gaps.missing.count) shard\(gaps.missing.count == 1 ? " has" : "s have") no sync state (made by a Daybook before freshness, e.g. \(gaps.missing[0])): their users' silence is not judged. Run daybook rebuild --data \(data) to fill it from the log.")
+        }
+        if let first = gaps.partial.first {
+            printError("stale: \(gaps.partial.count) shard\(gaps.partial.count == 1 ? "'s" : "s'") sync state starts after the history they hold (\(first.path) from offset \(first.from)): pairs silent since before the upgrade are not seen. Run daybook rebuild --data \(data) to fill it from the log.")
+        }
+    }
+
+    /// `0.2` for every source, or `watch=0.1,phone=0.25`; returns the sources named.
+    @discardableResult
+    static func applyPageFractions(_ text: String, to policy: inout FreshnessPolicy) throws -> [String] {
         func fraction(_ s: Substring) throws -> Double {
-            guard let f = Double(s), f >= 0, f <= 1 else {
+            // Plain decimals only: "0x1p-3" or "1e-1" are numbers to Double, not to a person reading the cron line.
+            guard s.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let f = Double(s), f >= 0, f <= 1 else {
                 throw CLIError.usage("--page-fraction: '\(TerminalText.escaped(String(s)))' is not a number from 0 to 1 (the share of a source's users that must be stale to page)")
             }
             return f
@@ -127,18 +168,24 @@ enum StaleCommand: Subcommand {
             let f = try fraction(Substring(text))
             policy.defaultRule.pageFraction = f
             for name in policy.sources.keys { policy.sources[name]?.pageFraction = f }
-            return
+            return []
         }
+        var named: [String] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard pieces.count == 2, !pieces[0].isEmpty else {
                 throw CLIError.usage("--page-fraction: '\(TerminalText.escaped(String(part)))' is not SOURCE=F (e.g. watch=0.1)")
             }
             let source = String(pieces[0])
+            guard !named.contains(source) else {
+                throw CLIError.usage("--page-fraction names '\(TerminalText.escaped(source))' twice; give each source once")
+            }
+            named.append(source)
             var rule = policy.rule(for: source)
             rule.pageFraction = try fraction(pieces[1])
             policy.sources[source] = rule
         }
+        return named
     }
 
     static func table(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?,
@@ -187,7 +234,9 @@ enum StaleCommand: Subcommand {
 
     static func json(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?) -> String {
         func time(_ i: Instant?) -> String { i.map { "\"\($0)\"" } ?? "null" }
-        func seconds(_ d: Duration?) -> String { d.map { "\($0.components.seconds)" } ?? "null" }
+        func seconds(_ d: Duration?) -> String {
+            d.map { JSONWriter.number(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "null"
+        }
         let stale = report.stale.map { p in
             "{\"user\":\(JSONWriter.quoted(p.user)),\"source\":\(JSONWriter.quoted(p.source)),\"last_seen\":\(time(p.lastSeen)),\"silent_seconds\":\(seconds(p.silence)),\"threshold_seconds\":\(seconds(p.threshold)),\"canary\":\(p.isCanary)}"
         }
@@ -232,16 +281,31 @@ enum StaleCommand: Subcommand {
 
 /// `stale --metrics-file`: the report in the Prometheus text format, one series per source.
 enum StaleMetrics {
+    /// Sources the configuration does not list share one series set, `source="other"`: a
+    /// producer must not decide how many series the scrape has (each source adds six).
+    static let otherSources = "other"
+
     static func text(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey]) -> MetricsText {
         var m = MetricsText()
-        for s in report.sources {
+        typealias Row = (source: String, users: Int, stale: Int, fraction: Double, pageFraction: Double, pages: Bool, threshold: Duration?)
+        var rows: [Row] = report.sources.filter { policy.sources[$0.source] != nil }.map {
+            ($0.source, $0.users, $0.stale, $0.fraction, $0.pageFraction, $0.pages, policy.rule(for: $0.source).threshold)
+        }
+        if policy.sources[otherSources] == nil {
+            // Each unlisted source pages on its own share; "other" pages if any of them does.
+            let others = report.sources.filter { policy.sources[$0.source] == nil }
+            let users = others.map(\.users).reduce(0, +), stale = others.map(\.stale).reduce(0, +)
+            rows.append((otherSources, users, stale, users == 0 ? 0 : Double(stale) / Double(users), policy.defaultRule.pageFraction,
+                         others.contains(where: \.pages), nil))
+        }
+        for s in rows {
             let labels: MetricLabels = ["source": s.source]
             m.gauge("daybook_stale_pairs", help: "(user, source) pairs silent past the source's threshold (canaries excluded).", value: s.stale, labels: labels)
             m.gauge("daybook_source_users", help: "Users with a check-in or a delivered sample from the source (canaries excluded).", value: s.users, labels: labels)
             m.gauge("daybook_stale_fraction", help: "Stale users of the source over all its users (canaries excluded).", value: s.fraction, labels: labels)
             m.gauge("daybook_stale_page_fraction", help: "The share of the source's users that must be stale to page.", value: s.pageFraction, labels: labels)
             m.gauge("daybook_stale_pages", help: "1 if the source pages (its stale share reached its page fraction), else 0.", value: s.pages ? 1 : 0, labels: labels)
-            if let threshold = policy.rule(for: s.source).threshold {
+            if let threshold = s.threshold {
                 m.gauge("daybook_stale_threshold_seconds", help: "How long a pair of the source may stay silent.", value: threshold.components.seconds, labels: labels)
             }
         }

@@ -130,6 +130,16 @@ import Testing
         let calmer = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "phone=0.6"])
         #expect(calmer.status == 0, "\(calmer.stdout)")
         #expect(try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "0.3"]).status == 1)
+        let typo = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--page-fraction", "phnoe=0.9"])
+        #expect(typo.status == 1 && typo.stderr.contains("--page-fraction names source 'phnoe', which no pair has"), "\(typo.stderr)")
+        // canary-p never checked in: said, since it proves less than canary-w.
+        #expect(typo.stderr.contains("canary canary-p/phone never checked in"), "\(typo.stderr)")
+        // --summary: the same verdict and canaries, no pair lines.
+        let summary = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--summary", "--format", "json"])
+        #expect(summary.status == 1)
+        let brief = try Self.json(summary.stdout)
+        #expect(Self.names(brief["stale"]) == ["canary-p/phone", "canary-w/watch"] && brief["detector_ok"] as? Bool == true, "\(summary.stdout)")
+        #expect(brief["sources"] as? NSArray == report["sources"] as? NSArray)
 
         // A rebuild from the log gives the same sync state, pair by pair and field by field.
         let all = try Daybook.run(["stale", "--data", dir, "--config", config, "--now", now, "--format", "json", "--all"])
@@ -230,6 +240,8 @@ import Testing
             (#"{"freshness":{"canaries":[{"user":"c"}]}}"#, "freshness.canaries[0]: needs both user and source"),
             (#"{"freshness":{"canaries":[{"user":"c","source":"watch"},{"user":"c","source":"watch"}]}}"#, "freshness.canaries[1]: lists \"c\"/\"watch\" a second time"),
             (#"{"freshness":{"canary":[]}}"#, "freshness.canary: unknown setting; use default, sources, canaries"),
+            (#"{"freshness":{"sources":{"manual":{"threshold":"never"}},"canaries":[{"user":"c","source":"manual"}]}}"#,
+             "freshness.canaries[0]: source \"manual\" has threshold \"never\", so this canary could never be reported stale"),
         ]
         for (config, message) in configs {
             let r = try Daybook.run(["stale", "--data", dir, "--config", try scratch.file(config, suffix: ".json")])
@@ -241,6 +253,10 @@ import Testing
             (["--page-fraction", "phone"], 64, "--page-fraction: 'phone' is not a number from 0 to 1"),
             (["--page-fraction", "=0.1"], 64, "--page-fraction: '=0.1' is not SOURCE=F"),
             (["--format", "csv"], 64, "--format 'csv' is not one of table, json"),
+            (["--page-fraction", "watch=0.1,watch=0.2"], 64, "--page-fraction names 'watch' twice"),
+            (["--page-fraction", "0x1p-3"], 64, "--page-fraction: '0x1p-3' is not a number from 0 to 1"),
+            (["--now", "9999-12-31T23:59:59Z"], 64, "--now '9999-12-31T23:59:59Z' is"),
+            (["--all", "--summary"], 64, "--all and --summary ask for opposite things"),
         ]
         for (extra, status, message) in options {
             let r = try Daybook.run(["stale", "--data", dir] + extra)
@@ -248,5 +264,10 @@ import Testing
         }
         let missing = try Daybook.run(["stale", "--data", dir + "/nope"])
         #expect(missing.status == 66 && missing.stderr.contains("no such data directory"), "\(missing.stderr)")
+        // A directory without shards proves nothing, canaries included: not a green run.
+        let empty = scratch.newPath("empty")
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        let nothing = try Daybook.run(["stale", "--data", empty, "--config", try scratch.file(Self.config(), suffix: ".json")])
+        #expect(nothing.status == 66 && nothing.stderr.contains("holds no shards: nothing to judge"), "\(nothing.stderr)")
     }
 }

@@ -64,4 +64,45 @@ import Testing
         #expect(try shard.syncPairs(user: "ana") == [early])
         #expect(shard.nextOffset == 1)
     }
+
+    @Test func aPairInTwoShardsIsReadAsOnePair() throws {
+        // A producer with another partitioner put bob's phone in partitions 0 and 2.
+        let fingerprint = SourcePriority.builtIn.fingerprint
+        let early = SourceSync(user: "bob", source: "phone", lastCheckIn: Instant(seconds: 1_764_000_000), metrics: [.steps])
+        let late = SourceSync(user: "bob", source: "phone", lastCheckIn: Instant(seconds: 1_764_090_000))
+        let ana = SourceSync(user: "ana", source: "watch", lastSampleDelivered: Instant(seconds: 1_764_050_000))
+        let zed = SourceSync(user: "zed", source: "ring", lastCheckIn: Instant(seconds: 1_764_060_000))
+        for (partition, pairs) in [(Int32(0), [early, zed]), (1, [ana]), (2, [late])] {
+            let shard = try Shard(directory: scratch.path, topic: "health-samples", partition: partition, fingerprint: fingerprint)
+            var batch = Shard.Batch(nextOffset: 1)
+            for p in pairs { batch.sync[SyncKey(user: p.user, source: p.source)] = p }
+            try shard.commit(batch)
+        }
+        var merged = early
+        merged.merge(late)
+        var read: [SourceSync] = []
+        try ShardReader(directory: scratch.path).forEachSyncPair { read.append($0) }
+        #expect(read == [ana, merged, zed])
+        #expect(try ShardReader(directory: scratch.path).syncPairs(user: "bob") == [merged])
+        #expect(merged.lastCheckIn == late.lastCheckIn && merged.metrics == [.steps])
+    }
+
+    @Test func shardsWithoutSyncStateOrWithItOnlyFromAnUpgradeAreNamed() throws {
+        let fingerprint = SourcePriority.builtIn.fingerprint
+        let fresh = try Shard(directory: scratch.path, topic: "health-samples", partition: 0, fingerprint: fingerprint)
+        try fresh.commit(Shard.Batch(nextOffset: 10))
+        // Partition 1 had 500 events applied by a Daybook before freshness: its migration
+        // to 004 records where the sync state starts.
+        // Partition 2 was never opened by this version: no table at all.
+        for (partition, offset) in [(Int32(1), Int64(500)), (2, 7)] {
+            let shard = try Shard(directory: scratch.path, topic: "health-samples", partition: partition, fingerprint: fingerprint)
+            try shard.commit(Shard.Batch(nextOffset: offset))
+            try shard.database.execute("DROP TABLE sync_state; DELETE FROM schema_migrations WHERE name = '004-sync-state'")
+        } // (closed here)
+        let paths = (0...2).map { scratch.path + "/" + Shard.fileName(topic: "health-samples", partition: $0) }
+        _ = try Shard(path: paths[1], topic: "health-samples", partition: 1, fingerprint: fingerprint, lockTimeout: .seconds(1))
+        let gaps = try ShardReader(directory: scratch.path).syncStateGaps()
+        #expect(gaps.missing == [paths[2]])
+        #expect(gaps.partial.map(\.path) == [paths[1]] && gaps.partial.map(\.from) == [500])
+    }
 }
