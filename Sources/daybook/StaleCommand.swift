@@ -191,7 +191,8 @@ enum StaleCommand: Subcommand {
     static func table(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?,
                       into out: inout [String]) {
         let canaries = report.stale.filter(\.isCanary).count
-        out.append("stale as of \(report.now): \(report.stale.count - canaries) pair\(report.stale.count - canaries == 1 ? "" : "s") silent past their threshold (and \(canaries) canar\(canaries == 1 ? "y" : "ies"))")
+        let stale = report.sources.map(\.stale).reduce(0, +) // counted also when --summary keeps no pair
+        out.append("stale as of \(report.now): \(stale) pair\(stale == 1 ? "" : "s") silent past their threshold (and \(canaries) canar\(canaries == 1 ? "y" : "ies"))")
         if !report.stale.isEmpty {
             var rows = [["SOURCE", "USER", "SILENT FOR", "LAST SEEN", "THRESHOLD", ""]]
             for p in report.stale {
