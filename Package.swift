@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "DaybookStore", targets: ["DaybookStore"]),
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
         .library(name: "DaybookMetrics", targets: ["DaybookMetrics"]),
+        .library(name: "DaybookImport", targets: ["DaybookImport"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
@@ -30,6 +31,9 @@ let package = Package(
         // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
         // projection into a new data directory; no separate code).
         .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
+        // Apple Health exports → events: a streaming reader of export.xml and the mapping of
+        // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
+        .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
