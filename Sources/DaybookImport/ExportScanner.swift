@@ -135,7 +135,7 @@ public struct ExportScanner {
                 let message = rootName == nil && bytesConsumed == 0 && i == 0
                     ? "the file does not start with XML: this is not an Apple Health export.xml"
                     : "text outside the <HealthData> element"
-                throw ExportSyntaxError(line: line, message: message)
+                throw ExportSyntaxError(line: line + ExportScanner.newlines(b, from, i), message: message)
             }
             i += 1
         }

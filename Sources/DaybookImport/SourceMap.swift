@@ -1,9 +1,10 @@
 import Foundation
 
-/// How records are attributed to Daybook sources (`watch`, `phone`, `manual`, an app's slug),
-/// with the user's overrides (`--source-map`) tried first, in the order given.
+/// How records are attributed to Daybook sources (`watch`, `phone`, `manual`, an app's slug).
 ///
-/// Without overrides: `HKWasUserEntered=1` → `manual`; a device string with `model:Watch` →
+/// `HKWasUserEntered=1` → `manual`, always: a value typed in by hand is manual whichever app
+/// took it. Then the user's overrides (`--source-map`), in the order given. Then a device
+/// string with `model:Watch` →
 /// `watch`, with `model:iPhone` → `phone`; anything else → a slug of the source name
 /// ("Sleep Cycle" → `sleep-cycle`). Exports with anonymised names may leave the source
 /// version as the only clue: `version:10.2=watch` says so.
@@ -50,6 +51,7 @@ public struct SourceMap: Sendable {
 
     /// The record's source and the clue that decided it ("model:Watch", "--source-map version:10.2").
     func source(name: String, version: String?, device: String?, userEntered: Bool) -> (source: String, clue: String) {
+        if userEntered { return ("manual", "HKWasUserEntered") }
         for r in rules {
             let hit: Bool
             switch r.field {
@@ -59,7 +61,6 @@ public struct SourceMap: Sendable {
             }
             if hit { return (r.source, "--source-map \(r.field.rawValue):\(r.text)") }
         }
-        if userEntered { return ("manual", "HKWasUserEntered") }
         switch SourceMap.model(of: device) {
         case "Watch"?: return ("watch", "model:Watch")
         case "iPhone"?: return ("phone", "model:iPhone")

@@ -43,7 +43,7 @@ enum XMLText {
                 case "apos": out.append(39)
                 default:
                     guard let scalar = characterReference(name) else {
-                        return .failure(XMLTextProblem(message: "unknown entity &\(name.unicodeScalars.filter(\.isASCII).prefix(12));"))
+                        return .failure(XMLTextProblem(message: "unknown entity &\(String(name.unicodeScalars.filter(\.isASCII).prefix(12).map(Character.init)));"))
                     }
                     out.append(contentsOf: String(Character(scalar)).utf8)
                 }

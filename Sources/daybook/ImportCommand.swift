@@ -15,7 +15,7 @@ enum ImportCommand: Subcommand {
     static let options = [
         OptionSpec(name: "--user", value: "U", help: "The Daybook user the export belongs to (required)."),
         OptionSpec(name: "--zone", value: "Z", help: "IANA zone of records without HKTimeZone metadata (required if there are any)."),
-        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried first, in order (repeatable)."),
+        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable)."),
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
         OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
@@ -38,8 +38,8 @@ enum ImportCommand: Subcommand {
     never used as a zone. Without --zone, a record lacking HKTimeZone stops the output and
     the import ends naming how many lacked it.
 
-    Sources: --source-map rules first; then HKWasUserEntered=1 is manual, a device with
-    model:Watch is watch, with model:iPhone phone; anything else a slug of sourceName
+    Sources: HKWasUserEntered=1 is manual; then --source-map rules, in order; then a device
+    with model:Watch is watch, with model:iPhone phone; anything else a slug of sourceName
     ("Sleep Cycle" is sleep-cycle). Exports with anonymised names may leave only the
     version as a clue: --source-map version:10.2=watch.
 
