@@ -62,8 +62,9 @@ enum ImportCommand: Subcommand {
     export (damaged or cut-short XML: nothing written with --out or --brokers); 64 usage
     (including records without HKTimeZone and no --zone); 66 FILE missing or unreadable,
     or a .zip without export.xml or without unzip; 69 the cluster did not answer or some
-    deliveries failed; 74 the output or the staging file could not be written; 78 bad
-    configuration.
+    deliveries failed; 74 the output or the staging file could not be written; 75
+    interrupted (Ctrl-C, SIGTERM) before the end: nothing written with --out or --brokers;
+    78 bad configuration.
 
     EXAMPLES:
       daybook import apple-health export.zip --user ana --zone Europe/Berlin --out ana.jsonl
@@ -128,6 +129,7 @@ enum ImportCommand: Subcommand {
 
         let input = try ExportInput.open(path)
         defer { input.close() }
+        Shutdown.install() // Ctrl-C and SIGTERM end the import cleanly: no half-written --out, nothing staged left
         var scratch: ScratchDirectory?
         defer { scratch?.remove() }
         let sink: LineSink
@@ -161,6 +163,17 @@ enum ImportCommand: Subcommand {
         }
         do {
             while true {
+                if Shutdown.isRequested {
+                    progress.finish()
+                    let undone = { () -> String in
+                        switch destination {
+                        case .standardOutput: return "the events so far were written"
+                        case .file: return "nothing was written"
+                        case .kafka: return "nothing was published"
+                        }
+                    }()
+                    throw CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
+                }
                 let n = try input.read(into: &chunk)
                 if n == 0 { break }
                 bytesRead += n
@@ -184,6 +197,9 @@ enum ImportCommand: Subcommand {
             throw CLIError(code: ExitCode.dataError, message: "\(TerminalText.escaped(input.name)): \(TerminalText.escaped(error.description)); \(partial)")
         }
         progress.finish()
+        // Reading is over; publishing (below) is as interruptible as 'daybook publish'.
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
         let summary = importer.summary
         if summary.missingZone > 0 {
             try? sink.flush()
