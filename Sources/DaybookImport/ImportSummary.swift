@@ -60,13 +60,12 @@ public struct ImportSummary: Equatable, Sendable {
         events += 1
         byMetric[s.metric, default: [:]][s.source, default: 0] += 1
         if zoneFromMetadata { zones[s.zone, default: ZoneUse()].fromMetadata += 1 } else { zones[s.zone, default: ZoneUse()].fromOption += 1 }
-        var clues = sources[s.source] ?? SourceClues()
-        clues.clues.insert(clue)
-        if clues.examples.count < 5 {
+        // In place: a copy of the entry would copy its set on every record.
+        sources[s.source, default: SourceClues()].clues.insert(clue)
+        if sources[s.source, default: SourceClues()].examples.count < 5 {
             let example = JSONWriter.quoted(sourceName) + (sourceVersion.map { " " + $0 } ?? "")
-            if !clues.examples.contains(example) { clues.examples.append(example) }
+            if sources[s.source]?.examples.contains(example) == false { sources[s.source]?.examples.append(example) }
         }
-        sources[s.source] = clues
         if earliest.map({ s.start < $0 }) ?? true { earliest = s.start }
         if latest.map({ s.end > $0 }) ?? true { latest = s.end }
     }

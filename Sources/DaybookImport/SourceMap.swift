@@ -70,10 +70,14 @@ public struct SourceMap: Sendable {
 
     /// The `model:` field of a device string (`<<HKDevice: 0x…>, name:…, model:Watch, …>`).
     static func model(of device: String?) -> String? {
-        guard let device, let range = device.range(of: "model:") else { return nil }
-        let rest = device[range.upperBound...]
-        let end = rest.firstIndex(where: { $0 == "," || $0 == ">" }) ?? rest.endIndex
-        return String(rest[..<end]).trimmingCharacters(in: .whitespaces)
+        guard let device else { return nil }
+        // Bytes, not Foundation's range(of:): this runs for every record.
+        let u = Array(device.utf8)
+        let key = Array("model:".utf8)
+        guard u.count >= key.count, let at = (0...(u.count - key.count)).first(where: { u[$0..<($0 + key.count)].elementsEqual(key) }) else { return nil }
+        var end = at + key.count
+        while end < u.count, u[end] != 44, u[end] != 62 { end += 1 } // up to ',' or '>'
+        return String(decoding: u[(at + key.count)..<end], as: UTF8.self).trimmingCharacters(in: .whitespaces)
     }
 
     /// `Sleep Cycle` → `sleep-cycle`, `Ana’s iPhone Ärzte` → `ana-s-iphone-ärzte`: NFC,
