@@ -149,6 +149,16 @@ enum ImportCommand: Subcommand {
         var stopped = false // a record without a zone and no --zone: nothing more is written
         var bytesRead = 0
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        func interrupted() -> CLIError {
+            progress.finish()
+            let undone: String
+            switch destination {
+            case .standardOutput: undone = "the events so far were written"
+            case .file: undone = "nothing was written"
+            case .kafka: undone = "nothing was published"
+            }
+            return CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
+        }
         func report() {
             let rate = Double(importer.summary.records) / max(progress.elapsed, 0.001)
             let read = input.total.map { "\(Int(Double(bytesRead) * 100 / Double(max($0, 1))))% (\(megabytes(bytesRead)) of \(megabytes($0)))" } ?? megabytes(bytesRead)
@@ -163,26 +173,21 @@ enum ImportCommand: Subcommand {
         }
         do {
             while true {
-                if Shutdown.isRequested {
-                    progress.finish()
-                    let undone = { () -> String in
-                        switch destination {
-                        case .standardOutput: return "the events so far were written"
-                        case .file: return "nothing was written"
-                        case .kafka: return "nothing was published"
-                        }
-                    }()
-                    throw CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
-                }
+                if Shutdown.isRequested { throw interrupted() }
                 let n = try input.read(into: &chunk)
                 if n == 0 { break }
                 bytesRead += n
                 try chunk.withUnsafeBytes { try scanner.feed(UnsafeRawBufferPointer(rebasing: $0[..<n]), handle) }
                 report()
             }
+            // Ctrl-C reaches unzip too, which then ends the XML early: say interrupted, not damaged.
+            if Shutdown.isRequested { throw interrupted() }
             try scanner.finish(handle)
             try input.finish()
+        } catch let error as CLIError where Shutdown.isRequested && error.code != ExitCode.tempFail {
+            throw interrupted()
         } catch let error as ExportSyntaxError {
+            if Shutdown.isRequested { throw interrupted() }
             progress.finish()
             try input.finish() // unzip's own failure says more than the XML it cut short
             let partial: String
