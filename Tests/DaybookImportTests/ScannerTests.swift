@@ -1,5 +1,6 @@
 import DaybookCore
 @testable import DaybookImport
+import DaybookTestSupport
 import Testing
 
 /// The streaming reader on broken and unusual input: it names the line and never traps.
@@ -89,5 +90,30 @@ import Testing
         #expect(throws: ImportOptionError.self) { try AppleHealthImporter(options: .init(user: "e\u{301}")) }
         #expect(throws: ImportOptionError.self) { try AppleHealthImporter(options: .init(user: "ana", zone: "GMT+2")) }
         #expect(throws: Never.self) { try AppleHealthImporter(options: .init(user: "ana", zone: "Asia/Calcutta")) }
+    }
+}
+
+/// Damaged exports never trap: the fixture with bytes flipped, dropped, duplicated or cut,
+/// in random chunkings, ends either with records or with a named error.
+@Suite struct DamagedExportTests {
+    @Test(arguments: Array(1...200).map(UInt64.init))
+    func mutatedFixturesNeverTrap(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        var bytes = Array(Fixture.xml.utf8)
+        let specials: [UInt8] = Array("<>&\"'/=;#x![]-?\n\u{FF}".utf8)
+        for _ in 0..<(1 + rng.below(6)) {
+            let at = rng.below(bytes.count)
+            switch rng.below(4) {
+            case 0: bytes[at] = specials[rng.below(specials.count)]
+            case 1: bytes.remove(at: at)
+            case 2: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + rng.below(40))], at: at)
+            default: bytes.removeLast(rng.below(bytes.count / 4))
+            }
+        }
+        let xml = String(decoding: bytes, as: UTF8.self)
+        let r = try importExport(xml, rules: FixtureTests.rules, chunk: 1 + rng.below(300))
+        #expect(r.lines.count <= FixtureTests.expected.count + 8)
+        for line in r.lines { #expect(throws: Never.self) { try EventDecoder().decode(line) } }
+        #expect(r.error != nil || r.summary.records > 0)
     }
 }
