@@ -1,0 +1,211 @@
+import DaybookCore
+import Foundation
+
+/// Turns the records of an Apple Health export into `sample-added` events, one record at a
+/// time, and keeps the summary of what it did.
+///
+/// Each event carries the record's own value and unit (`km`, `Cal`, `kJ`…: the format
+/// accepts them and converts), its instants written at the offset of the sample's zone
+/// (never the export-time offset of the file), and a uuid that depends only on the record:
+///
+/// - `HKExternalUUID`, else `HKMetadataKeySyncIdentifier` metadata, with the type and
+///   source name: a record the writer re-synced keeps its uuid, so the newer one replaces it;
+/// - else a version-5 UUID of (type, sourceName, sourceVersion, device with its
+///   `0x…` pointer removed, unit, creationDate, startDate, endDate, value), instants as
+///   instants (a re-export at another offset gives the same uuid), and an occurrence
+///   number for byte-identical records, which stay distinct samples.
+///
+/// The uuid depends neither on `--zone` nor on `--source-map`: importing again with a
+/// corrected zone or mapping replaces the samples instead of adding to them.
+///
+/// Every line is checked by `EventDecoder` before it is handed out, so it obeys every rule
+/// of the event format; a record that breaks one is counted under the rule's code and skipped.
+///
+/// Memory: 8 bytes per distinct record for the occurrence numbers (a set of 64-bit
+/// fingerprints), plus the summary's small tables.
+public struct AppleHealthImporter {
+    public struct Options: Sendable {
+        public var user: String
+        /// The zone of records without `HKTimeZone` metadata (nil: such records are counted
+        /// as `missingZone` and not converted).
+        public var zone: String?
+        public var sourceMap: SourceMap
+
+        public init(user: String, zone: String? = nil, sourceMap: SourceMap = SourceMap()) {
+            self.user = user
+            self.zone = zone
+            self.sourceMap = sourceMap
+        }
+    }
+
+    /// What became of one record.
+    public enum Outcome: Equatable {
+        /// A valid event: its JSON line and the sample it decodes to.
+        case event(line: String, sample: Sample)
+        /// Another type, or a rejected record (see the summary).
+        case skipped
+        /// No `HKTimeZone` metadata and no `--zone`.
+        case missingZone
+    }
+
+    /// HealthKit types Daybook totals, and their metrics.
+    public static let metrics: [String: Metric] = [
+        "HKQuantityTypeIdentifierStepCount": .steps,
+        "HKQuantityTypeIdentifierDistanceWalkingRunning": .distance,
+        "HKQuantityTypeIdentifierActiveEnergyBurned": .activeEnergy,
+        "HKQuantityTypeIdentifierHeartRate": .heartRate,
+    ]
+
+    public let options: Options
+    public private(set) var summary = ImportSummary()
+    private let decoder = EventDecoder()
+    private let defaultRules: ZoneRules?
+    private var seen = Set<UInt64>()
+    private var repeats: [UInt64: Int] = [:]
+
+    /// Checks the options: the user must be a non-empty NFC id, the zone an IANA name.
+    public init(options: Options) throws(ImportOptionError) {
+        guard !options.user.isEmpty else { throw ImportOptionError(message: "--user must not be empty") }
+        guard options.user.utf8.elementsEqual(options.user.precomposedStringWithCanonicalMapping.utf8) else {
+            throw ImportOptionError(message: "--user is not in Unicode NFC; ids are compared byte for byte, so normalize it (NFC)")
+        }
+        if let zone = options.zone {
+            guard let rules = ZoneRules.named(zone) else {
+                throw ImportOptionError(message: "--zone \(JSONWriter.quoted(zone)) is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
+            }
+            defaultRules = rules
+        } else {
+            defaultRules = nil
+        }
+        self.options = options
+    }
+
+    public mutating func convert(_ r: ExportRecord) -> Outcome {
+        summary.records += 1
+        guard let type = r.type else { return reject(r, "missing_attribute", "the record has no type attribute") }
+        guard let metric = AppleHealthImporter.metrics[type] else {
+            summary.otherTypes[type, default: 0] += 1
+            return .skipped
+        }
+        if let problem = r.problem { return reject(r, "unreadable_text", problem) }
+        guard let sourceName = r.sourceName, let unit = r.unit, let startText = r.startDate, let endText = r.endDate, let valueText = r.value else {
+            let missing = [("sourceName", r.sourceName), ("unit", r.unit), ("startDate", r.startDate), ("endDate", r.endDate), ("value", r.value)]
+                .filter { $0.1 == nil }.map(\.0).joined(separator: ", ")
+            return reject(r, "missing_attribute", "no \(missing) attribute")
+        }
+        let start = ExportTime.instant(startText)
+        let end = ExportTime.instant(endText)
+        let value = AppleHealthImporter.number(valueText)
+        let uuid = self.uuid(r, type: type, sourceName: sourceName, unit: unit, start: start, end: end, value: value)
+
+        guard let start, let end else {
+            let bad = start == nil ? ("startDate", startText) : ("endDate", endText)
+            return reject(r, "bad_date", "\(bad.0) \(JSONWriter.quoted(bad.1)) is not an export timestamp (YYYY-MM-DD HH:MM:SS ±hhmm)")
+        }
+        guard let value else { return reject(r, "bad_value", "value \(JSONWriter.quoted(valueText)) is not a decimal number") }
+        guard metric.units.contains(where: { $0.unit == unit }) else {
+            return reject(r, "unit_mismatch", "\(JSONWriter.quoted(unit)) is not a unit of \(metric.rawValue) Daybook accepts (\(metric.units.map(\.unit).joined(separator: ", ")))")
+        }
+        let zone: String
+        let rules: ZoneRules
+        let fromMetadata: Bool
+        if let named = r.timeZone, let found = ZoneRules.named(named) {
+            (zone, rules, fromMetadata) = (named, found, true)
+        } else if let fallback = options.zone, let fallbackRules = defaultRules {
+            if let named = r.timeZone { summary.unusableTimeZones[named, default: 0] += 1 }
+            (zone, rules, fromMetadata) = (fallback, fallbackRules, false)
+        } else {
+            if let named = r.timeZone { summary.unusableTimeZones[named, default: 0] += 1 }
+            summary.missingZone += 1
+            if summary.firstMissingZoneLine == nil { summary.firstMissingZoneLine = r.line }
+            return .missingZone
+        }
+        let (source, clue) = options.sourceMap.source(name: sourceName, version: r.sourceVersion, device: r.device,
+                                                       userEntered: r.wasUserEntered == "1")
+        let line = AppleHealthImporter.line(user: options.user, uuid: uuid, metric: metric, source: source,
+                                            start: start.format(offsetSeconds: rules.offsetSeconds(at: start)),
+                                            end: end.format(offsetSeconds: rules.offsetSeconds(at: end)),
+                                            value: value, unit: unit, zone: zone)
+        let sample: Sample
+        do {
+            guard case .sampleAdded(let s) = try decoder.decode(line) else { return reject(r, "internal", "not a sample") }
+            sample = s
+        } catch {
+            return reject(r, error.code.rawValue, error.description)
+        }
+        summary.count(sample, zoneFromMetadata: fromMetadata, clue: clue, sourceName: sourceName, sourceVersion: r.sourceVersion)
+        return .event(line: line, sample: sample)
+    }
+
+    private mutating func reject(_ r: ExportRecord, _ code: String, _ message: String) -> Outcome {
+        summary.reject(code: code, line: r.line, message: message)
+        return .skipped
+    }
+
+    /// A `sample-added` line in format version 1, with the record's own unit.
+    static func line(user: String, uuid: String, metric: Metric, source: String, start: String, end: String,
+                     value: Double, unit: String, zone: String) -> String {
+        "{\"type\":\"sample-added\",\"user\":\(JSONWriter.quoted(user)),\"sample\":{\"uuid\":\"\(uuid)\",\"metric\":\"\(metric.rawValue)\",\"source\":\(JSONWriter.quoted(source)),\"start\":\"\(start)\",\"end\":\"\(end)\",\"value\":\(JSONWriter.number(value)),\"unit\":\(JSONWriter.quoted(unit)),\"zone\":\(JSONWriter.quoted(zone))}}"
+    }
+
+    /// A plain decimal (`523`, `0.0372`, `1.5e3`, `-2`); no hex, `nan` or `inf`.
+    static func number(_ text: String) -> Double? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 || $0 == 43 || $0 == 101 || $0 == 69 }),
+              let d = Double(text), d.isFinite else { return nil }
+        return d
+    }
+
+    /// The device string without its per-record pointer (`<<HKDevice: 0x283b5c5f0>` → `<<HKDevice: 0x>`).
+    static func stableDevice(_ device: String) -> String {
+        var utf8 = Array(device.utf8)[...]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        while let c = utf8.first {
+            utf8 = utf8.dropFirst()
+            bytes.append(c)
+            if c == 48, utf8.first == 120 { // "0x"
+                bytes.append(120)
+                utf8 = utf8.dropFirst()
+                while let h = utf8.first, (h >= 48 && h <= 57) || (h >= 97 && h <= 102) || (h >= 65 && h <= 70) { utf8 = utf8.dropFirst() }
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private mutating func uuid(_ r: ExportRecord, type: String, sourceName: String, unit: String,
+                               start: Instant?, end: Instant?, value: Double?) -> String {
+        let separator: UInt8 = 0x1F
+        if let id = r.externalUUID ?? r.syncIdentifier {
+            summary.idsFromMetadata += 1
+            let kind = r.externalUUID != nil ? "HKExternalUUID" : "HKMetadataKeySyncIdentifier"
+            let name = [kind, type, sourceName, id].joined(separator: "\u{1F}")
+            return NameUUID.v5(namespace: NameUUID.appleHealth, name: Array(name.utf8))
+        }
+        func instant(_ i: Instant?, _ raw: String?) -> String { i.map { String($0.nanoseconds) } ?? (raw ?? "") }
+        let fields = [
+            "record", type, sourceName, r.sourceVersion ?? "", r.device.map(AppleHealthImporter.stableDevice) ?? "", unit,
+            instant(r.creationDate.flatMap(ExportTime.instant), r.creationDate),
+            instant(start, r.startDate), instant(end, r.endDate),
+            value.map(JSONWriter.number) ?? (r.value ?? ""),
+        ]
+        var name: [UInt8] = []
+        for (i, f) in fields.enumerated() {
+            if i > 0 { name.append(separator) }
+            name += f.utf8
+        }
+        let first = NameUUID.v5(namespace: NameUUID.appleHealth, name: name)
+        var fingerprint: UInt64 = 0xCBF2_9CE4_8422_2325 // FNV-1a of the uuid: a collision only numbers a record 1, harmlessly
+        for c in first.utf8 { fingerprint = (fingerprint ^ UInt64(c)) &* 0x0000_0100_0000_01B3 }
+        if seen.insert(fingerprint).inserted { return first }
+        let occurrence = repeats[fingerprint, default: 0] + 1
+        repeats[fingerprint] = occurrence
+        summary.repeatedRecords += 1
+        name.append(separator)
+        name += "#\(occurrence)".utf8
+        return NameUUID.v5(namespace: NameUUID.appleHealth, name: name)
+    }
+}
+
+public struct ImportOptionError: Error, Equatable, Sendable {
+    public var message: String
+}

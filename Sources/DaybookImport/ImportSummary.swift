@@ -1,0 +1,125 @@
+import DaybookCore
+
+/// What an import did: records per metric and source, what was skipped and why, which
+/// zones were used and where they came from, and the time span of the events.
+public struct ImportSummary: Equatable, Sendable {
+    /// `<Record>` elements read.
+    public var records = 0
+    /// Events written (valid lines).
+    public var events = 0
+    public var byMetric: [Metric: [String: Int]] = [:]
+    /// Records of types Daybook does not total, by type.
+    public var otherTypes: [String: Int] = [:]
+    /// Rejected records by reason code, with the first one's line and message.
+    public var rejected: [String: Rejection] = [:]
+    /// Records with no usable `HKTimeZone` while no `--zone` was given.
+    public var missingZone = 0
+    public var firstMissingZoneLine: Int?
+    /// Per zone: events whose zone came from `HKTimeZone`, and from `--zone`.
+    public var zones: [String: ZoneUse] = [:]
+    /// `HKTimeZone` values that are not IANA zone names (`--zone` was used instead).
+    public var unusableTimeZones: [String: Int] = [:]
+    /// Per source: what decided it, and a few of the (sourceName, sourceVersion) behind it.
+    public var sources: [String: SourceClues] = [:]
+    /// Records whose uuid came from `HKExternalUUID` or `HKMetadataKeySyncIdentifier`.
+    public var idsFromMetadata = 0
+    /// Records identical to an earlier one (numbered by occurrence, kept distinct).
+    public var repeatedRecords = 0
+    public var earliest: Instant?
+    public var latest: Instant?
+
+    public struct Rejection: Equatable, Sendable {
+        public var count: Int
+        public var firstLine: Int
+        public var firstMessage: String
+    }
+
+    public struct ZoneUse: Equatable, Sendable {
+        public var fromMetadata = 0
+        public var fromOption = 0
+    }
+
+    public struct SourceClues: Equatable, Sendable {
+        public var clues: Set<String> = []
+        /// Up to five `"name" version` examples, in order of first appearance.
+        public var examples: [String] = []
+    }
+
+    public var rejectedCount: Int { rejected.values.reduce(0) { $0 + $1.count } }
+
+    mutating func reject(code: String, line: Int, message: String) {
+        if var r = rejected[code] {
+            r.count += 1
+            rejected[code] = r
+        } else {
+            rejected[code] = Rejection(count: 1, firstLine: line, firstMessage: message)
+        }
+    }
+
+    mutating func count(_ s: Sample, zoneFromMetadata: Bool, clue: String, sourceName: String, sourceVersion: String?) {
+        events += 1
+        byMetric[s.metric, default: [:]][s.source, default: 0] += 1
+        if zoneFromMetadata { zones[s.zone, default: ZoneUse()].fromMetadata += 1 } else { zones[s.zone, default: ZoneUse()].fromOption += 1 }
+        // In place: a copy of the entry would copy its set on every record.
+        sources[s.source, default: SourceClues()].clues.insert(clue)
+        if sources[s.source, default: SourceClues()].examples.count < 5 {
+            let example = JSONWriter.quoted(sourceName) + (sourceVersion.map { " " + $0 } ?? "")
+            if sources[s.source]?.examples.contains(example) == false { sources[s.source]?.examples.append(example) }
+        }
+        if earliest.map({ s.start < $0 }) ?? true { earliest = s.start }
+        if latest.map({ s.end > $0 }) ?? true { latest = s.end }
+    }
+
+    /// The summary for people, one fact per line; `destination` says where the events went.
+    public func render(destination: String) -> String {
+        var lines: [String] = []
+        let skippedOther = otherTypes.values.reduce(0, +)
+        lines.append("\(ImportSummary.grouped(records)) records read: \(ImportSummary.grouped(events)) events \(destination), \(ImportSummary.grouped(skippedOther)) of other types skipped, \(ImportSummary.grouped(rejectedCount)) rejected\(missingZone > 0 ? ", \(ImportSummary.grouped(missingZone)) without a zone" : "")")
+        for metric in Metric.allCases {
+            guard let bySource = byMetric[metric] else { continue }
+            let total = bySource.values.reduce(0, +)
+            let parts = bySource.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \(ImportSummary.grouped($0.value))" }
+            lines.append("  \(metric.rawValue): \(ImportSummary.grouped(total)) (\(parts.joined(separator: ", ")))")
+        }
+        for (source, clue) in sources.sorted(by: { $0.key < $1.key }) {
+            lines.append("  source \(source) ← \(clue.clues.sorted().joined(separator: ", ")): \(clue.examples.joined(separator: "; "))")
+        }
+        if !otherTypes.isEmpty {
+            let top = otherTypes.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            let shown = top.prefix(5).map { "\($0.key) \(ImportSummary.grouped($0.value))" }.joined(separator: ", ")
+            lines.append("skipped, other types (\(otherTypes.count)): \(shown)\(top.count > 5 ? ", …" : "")")
+        }
+        for (code, r) in rejected.sorted(by: { $0.key < $1.key }) {
+            lines.append("rejected, \(code): \(ImportSummary.grouped(r.count)) (first at line \(r.firstLine): \(r.firstMessage))")
+        }
+        if !zones.isEmpty {
+            let parts = zones.sorted { $0.key < $1.key }.map { zone, use -> String in
+                var from: [String] = []
+                if use.fromMetadata > 0 { from.append("HKTimeZone \(ImportSummary.grouped(use.fromMetadata))") }
+                if use.fromOption > 0 { from.append("--zone \(ImportSummary.grouped(use.fromOption))") }
+                return "\(zone) (\(from.joined(separator: ", ")))"
+            }
+            lines.append("zones: \(parts.joined(separator: "; "))")
+        }
+        if !unusableTimeZones.isEmpty {
+            let parts = unusableTimeZones.sorted { $0.key < $1.key }.map { "\(JSONWriter.quoted($0.key)) \(ImportSummary.grouped($0.value))" }
+            lines.append("HKTimeZone values that are not IANA zones (used --zone instead): \(parts.joined(separator: ", "))")
+        }
+        lines.append("ids: \(ImportSummary.grouped(idsFromMetadata)) from HKExternalUUID/HKMetadataKeySyncIdentifier, the rest derived from each record's fields; \(ImportSummary.grouped(repeatedRecords)) records repeat an earlier one exactly and are numbered by occurrence")
+        if let earliest, let latest {
+            lines.append("time span: \(earliest) to \(latest) (UTC)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// 1234567 → "1,234,567".
+    public static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
+}

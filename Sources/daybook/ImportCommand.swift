@@ -1,0 +1,480 @@
+import DaybookCore
+import DaybookImport
+import Foundation
+
+/// `daybook import apple-health`: an Apple Health export (export.xml or export.zip) → events,
+/// written as JSON lines or published like `daybook publish`; `import generate`: a synthetic
+/// export of a given size, for benchmarks and trying it out.
+enum ImportCommand: Subcommand {
+    static let name = "import"
+    static let abstract = "Convert an Apple Health export into events; write them or publish them."
+    static let usage = """
+    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F | --brokers B [--topic T] [--config F] [--connect-timeout S]]
+           daybook import generate [--megabytes N] [--seed N] [--days N] [--out F]
+    """
+    static let options = [
+        OptionSpec(name: "--user", value: "U", help: "The Daybook user the export belongs to (required)."),
+        OptionSpec(name: "--zone", value: "Z", help: "IANA zone of records without HKTimeZone metadata (required if there are any)."),
+        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable)."),
+        OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete) instead of standard output."),
+        OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
+        OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
+        OptionSpec(name: "--config", value: "FILE", help: "With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
+        KafkaOptions.connectTimeout,
+        OptionSpec(name: "--megabytes", value: "N", help: "generate: about how large the export is (default 200)."),
+        OptionSpec(name: "--seed", value: "N", help: "generate: random seed, for a repeatable export (default 1)."),
+        OptionSpec(name: "--days", value: "N", help: "generate: days the records spread over (default 730)."),
+    ]
+    static let discussion = """
+    FILE is the export.xml of the Health app's "Export All Health Data", its export.zip
+    (read with Debian's unzip, no temporary copy), or - for standard input. The XML is
+    streamed: memory does not grow with the file. Records of HKQuantityTypeIdentifier
+    StepCount, DistanceWalkingRunning, ActiveEnergyBurned and HeartRate become sample-added
+    events (schema 1) with the record's own unit (count; m, km, mi; kcal, Cal, kJ;
+    count/min); other types are counted and skipped.
+
+    Zones: a record's zone is its HKTimeZone metadata, else --zone. The offsets printed in
+    the export are the phone's offset when it exported, not when it recorded, so they are
+    never used as a zone. Without --zone, a record lacking HKTimeZone stops the output and
+    the import ends naming how many lacked it.
+
+    Sources: HKWasUserEntered=1 is manual; then --source-map rules, in order; then a device
+    with model:Watch is watch, with model:iPhone phone; anything else a slug of sourceName
+    ("Sleep Cycle" is sleep-cycle). Exports with anonymised names may leave only the
+    version as a clue: --source-map version:10.2=watch.
+
+    Uuids depend only on the record (HKExternalUUID or HKMetadataKeySyncIdentifier when
+    present, else its fields with the device's pointer removed, plus an occurrence number
+    for byte-identical records): importing the same file again, or with another --zone or
+    --source-map, replaces samples instead of adding them.
+
+    Progress (records/s, bytes read of the total) and a summary (records per type and
+    source, what was skipped and why, zones used, time span) go to standard error. With
+    --out or --brokers nothing is written or published unless the whole file was read;
+    --brokers stages the events under $TMPDIR (about 330 bytes each) and then publishes
+    them as 'daybook publish' does, waiting for every delivery report.
+
+    'import generate' writes a synthetic export.xml (quirks included) of about
+    --megabytes MB to standard output or --out; import it with --zone Europe/Berlin.
+
+    EXIT CODES: 0 every record of a known type became an event; 65 some records were
+    rejected (named in the summary; the others were written), or FILE is not a readable
+    export (damaged or cut-short XML: nothing written with --out or --brokers); 64 usage
+    (including records without HKTimeZone and no --zone); 66 FILE missing or unreadable,
+    or a .zip without export.xml or without unzip; 69 the cluster did not answer or some
+    deliveries failed; 74 the output or the staging file could not be written; 75
+    interrupted (Ctrl-C, SIGTERM) before the end: nothing written with --out or --brokers;
+    78 bad configuration.
+
+    EXAMPLES:
+      daybook import apple-health export.zip --user ana --zone Europe/Berlin --out ana.jsonl
+      daybook import apple-health apple_health_export/export.xml --user ana --zone Europe/Berlin --brokers localhost:9092
+      daybook import generate --megabytes 200 --out /tmp/export.xml
+    """
+
+    static func run(_ arguments: ParsedArguments) throws -> Int32 {
+        switch arguments.positionals.first {
+        case "apple-health"?:
+            guard arguments.positionals.count == 2, let path = arguments.positionals.last else {
+                throw CLIError.usage("import apple-health takes exactly one FILE (export.xml, export.zip, or - for stdin)")
+            }
+            return try importAppleHealth(path, arguments)
+        case "generate"?:
+            guard arguments.positionals.count == 1 else { throw CLIError.usage("import generate takes no FILE (use --out)") }
+            return try generate(arguments)
+        case let other?:
+            throw CLIError.usage("'\(TerminalText.escaped(other))' is not a kind of import; use apple-health (or generate)")
+        case nil:
+            throw CLIError.usage("import needs a kind: daybook import apple-health FILE --user U")
+        }
+    }
+
+    // MARK: apple-health
+
+    private enum Destination {
+        case standardOutput
+        case file(String)
+        case kafka(DaybookConfiguration, Duration, topic: String)
+    }
+
+    static func importAppleHealth(_ path: String, _ arguments: ParsedArguments) throws -> Int32 {
+        guard let user = arguments.value("--user") else {
+            throw CLIError.usage("import apple-health needs --user U: the Daybook user the export belongs to")
+        }
+        var rules: [SourceMap.Rule] = []
+        for spec in arguments.all("--source-map") {
+            switch SourceMap.rule(spec) {
+            case .success(let rule): rules.append(rule)
+            case .failure(let e): throw CLIError.usage("--source-map \(TerminalText.escaped(e.message))")
+            }
+        }
+        var importer: AppleHealthImporter
+        do {
+            importer = try AppleHealthImporter(options: .init(user: user, zone: arguments.value("--zone"), sourceMap: SourceMap(rules: rules)))
+        } catch {
+            throw CLIError.usage(TerminalText.escaped(error.message))
+        }
+        let publishing = arguments.value("--brokers") != nil || arguments.value("--config") != nil
+        let destination: Destination
+        if let out = arguments.value("--out") {
+            guard !publishing else { throw CLIError.usage("give --out or --brokers, not both") }
+            destination = .file(out)
+        } else if publishing {
+            let (config, timeout) = try KafkaOptions.load(arguments, command: "import")
+            destination = .kafka(config, timeout, topic: try arguments.topic(default: "health-samples"))
+        } else {
+            guard arguments.value("--topic") == nil else { throw CLIError.usage("--topic needs --brokers") }
+            destination = .standardOutput
+        }
+
+        let input = try ExportInput.open(path)
+        defer { input.close() }
+        Shutdown.install() // Ctrl-C and SIGTERM end the import cleanly: no half-written --out, nothing staged left
+        var scratch: ScratchDirectory?
+        defer { scratch?.remove() }
+        let sink: LineSink
+        switch destination {
+        case .standardOutput: sink = LineSink(fd: 1, path: "standard output")
+        case .file(let out): sink = try LineSink.temporary(beside: out)
+        case .kafka:
+            let dir = try ScratchDirectory(prefix: "daybook-import")
+            scratch = dir
+            sink = try LineSink.create(dir.path + "/events.jsonl")
+        }
+        var committed = false
+        defer { if !committed, let temporary = sink.temporaryPath { unlink(temporary) } }
+
+        var scanner = ExportScanner()
+        var progress = ProgressReporter()
+        var stopped = false // a record without a zone and no --zone: nothing more is written
+        var bytesRead = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        func interrupted() -> CLIError {
+            progress.finish()
+            let undone: String
+            switch destination {
+            case .standardOutput: undone = "the events so far were written"
+            case .file: undone = "nothing was written"
+            case .kafka: undone = "nothing was published"
+            }
+            return CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
+        }
+        func report() {
+            let rate = Double(importer.summary.records) / max(progress.elapsed, 0.001)
+            let read = input.total.map { "\(Int(Double(bytesRead) * 100 / Double(max($0, 1))))% (\(megabytes(bytesRead)) of \(megabytes($0)))" } ?? megabytes(bytesRead)
+            progress.update("import: \(read), \(ImportSummary.grouped(importer.summary.records)) records (\(ImportSummary.grouped(Int(rate))) records/s), \(ImportSummary.grouped(importer.summary.events)) events")
+        }
+        let handle: (ExportRecord) throws -> Void = { record in
+            switch importer.convert(record) {
+            case .event(let line, _): if !stopped { try sink.write(line) }
+            case .missingZone: stopped = true
+            case .skipped: break
+            }
+        }
+        do {
+            while true {
+                if Shutdown.isRequested { throw interrupted() }
+                let n = try input.read(into: &chunk)
+                if n == 0 { break }
+                bytesRead += n
+                try chunk.withUnsafeBytes { try scanner.feed(UnsafeRawBufferPointer(rebasing: $0[..<n]), handle) }
+                report()
+            }
+            // Ctrl-C reaches unzip too, which then ends the XML early: say interrupted, not damaged.
+            if Shutdown.isRequested { throw interrupted() }
+            try scanner.finish(handle)
+            try input.finish()
+        } catch let error as CLIError where Shutdown.isRequested && error.code != ExitCode.tempFail {
+            throw interrupted()
+        } catch let error as ExportSyntaxError {
+            if Shutdown.isRequested { throw interrupted() }
+            progress.finish()
+            try input.finish() // unzip's own failure says more than the XML it cut short
+            let partial: String
+            switch destination {
+            case .standardOutput:
+                try? sink.flush()
+                partial = "the \(importer.summary.events) events before it were written"
+            case .file: partial = "nothing was written"
+            case .kafka: partial = "nothing was published"
+            }
+            if importer.summary.records > 0 { printError(TerminalText.escaped(importer.summary.render(destination: "converted"), keepingNewlines: true)) }
+            throw CLIError(code: ExitCode.dataError, message: "\(TerminalText.escaped(input.name)): \(TerminalText.escaped(error.description)); \(partial)")
+        }
+        progress.finish()
+        // Reading is over; publishing (below) is as interruptible as 'daybook publish'.
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+        let summary = importer.summary
+        if summary.missingZone > 0 {
+            try? sink.flush()
+            printError(TerminalText.escaped(summary.render(destination: "converted"), keepingNewlines: true))
+            let known = summary.missingZone + summary.events + summary.rejectedCount
+            let output: String
+            switch destination {
+            case .standardOutput: output = "the output stops before line \(summary.firstMissingZoneLine ?? 0) of the export"
+            case .file: output = "nothing was written"
+            case .kafka: output = "nothing was published"
+            }
+            throw CLIError.usage("\(ImportSummary.grouped(summary.missingZone)) of \(ImportSummary.grouped(known)) step, distance, energy and heart-rate records have no HKTimeZone metadata (the first at line \(summary.firstMissingZoneLine ?? 0)); give --zone with the zone the phone was in when they were recorded (e.g. --zone Europe/Berlin; records with HKTimeZone keep theirs); \(output)")
+        }
+        try sink.flush()
+
+        var status = summary.rejectedCount == 0 ? ExitCode.ok : ExitCode.dataError
+        let seconds = progress.elapsed
+        let rate = "\(ImportSummary.grouped(summary.records)) records in \(String(format: "%.2f", seconds)) s (\(ImportSummary.grouped(Int(Double(summary.records) / max(seconds, 0.001)))) records/s, \(megabytes(bytesRead)))"
+        switch destination {
+        case .standardOutput:
+            printError(TerminalText.escaped(summary.render(destination: "written"), keepingNewlines: true))
+            printError("import: \(rate)")
+        case .file(let out):
+            try sink.commit(to: out)
+            committed = true
+            printError(TerminalText.escaped(summary.render(destination: "written to \(out)"), keepingNewlines: true))
+            printError("import: \(rate)")
+        case .kafka(let config, let timeout, let topic):
+            printError(TerminalText.escaped(summary.render(destination: "converted"), keepingNewlines: true))
+            printError("import: \(rate); publishing to \(topic)")
+            try sink.close()
+            let staged = try Files.input(sink.path, mapping: false)
+            let result = try PublishCommand.publish(staged, connection: config.connection, producer: config.producer, topic: topic,
+                                                    connectTimeout: timeout) { number, error in
+                printError("event \(number): \(error)") // cannot happen: every line was checked
+            }
+            printError("import: published \(ImportSummary.grouped(result.published)) of \(ImportSummary.grouped(result.read)) events to \(topic) in \(String(format: "%.2f", result.progress.elapsed)) s")
+            if !result.failedLines.isEmpty {
+                printError("import: \(result.failedLines.count) events were not delivered — \(result.firstFailure.map { "\($0)" } ?? "unknown error"). Importing again is safe: the uuids are the same, so delivered events change nothing.")
+                status = ExitCode.unavailable
+            } else if result.rejected > 0 {
+                status = ExitCode.dataError
+            }
+        }
+        return status
+    }
+
+    static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+
+    // MARK: generate
+
+    static func generate(_ arguments: ParsedArguments) throws -> Int32 {
+        let megabytes = try arguments.integer("--megabytes", default: 200, in: 1...100_000)
+        let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
+        let days = try arguments.integer("--days", default: 730, in: 1...36_500)
+        let sink: LineSink
+        if let out = arguments.value("--out") { sink = try LineSink.temporary(beside: out) } else { sink = LineSink(fd: 1, path: "standard output") }
+        defer { if let temporary = sink.temporaryPath { unlink(temporary) } }
+        // 2022-01-01T00:00:00Z: the records span winter and summer, printed at +0200 throughout.
+        var generator = ExportGenerator(seed: UInt64(seed), start: 1_640_995_200, days: days)
+        let target = megabytes * 1_000_000
+        var written = 0
+        var records = 0
+        try sink.write(generator.header, newline: false)
+        written += generator.header.utf8.count
+        var progress = ProgressReporter()
+        while written < target {
+            let xml = generator.next().xml
+            try sink.write(xml, newline: false)
+            written += xml.utf8.count
+            records += 1
+            if records % 4_096 == 0 { progress.update("generate: \(ImportCommand.megabytes(written)) of \(megabytes) MB, \(ImportSummary.grouped(records)) records") }
+        }
+        try sink.write(generator.footer, newline: false)
+        written += generator.footer.utf8.count
+        try sink.flush()
+        progress.finish()
+        if let out = arguments.value("--out") { try sink.commit(to: out) }
+        printError("generate: \(ImportSummary.grouped(records)) records, \(ImportCommand.megabytes(written)); import it with --zone \(generator.defaultZone)")
+        return ExitCode.ok
+    }
+}
+
+/// Where export bytes come from: a file, standard input, or `unzip -p` reading a .zip.
+final class ExportInput {
+    let name: String
+    /// Bytes the XML has in all, when known (for progress).
+    let total: Int?
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private let unzip: Process?
+    private let unzipErrors: Pipe?
+
+    private init(name: String, total: Int?, fd: Int32, ownsDescriptor: Bool, unzip: Process? = nil, unzipErrors: Pipe? = nil) {
+        self.name = name
+        self.total = total
+        self.fd = fd
+        self.ownsDescriptor = ownsDescriptor
+        self.unzip = unzip
+        self.unzipErrors = unzipErrors
+    }
+
+    static func open(_ path: String) throws -> ExportInput {
+        if path == "-" { return ExportInput(name: "standard input", total: nil, fd: 0, ownsDescriptor: false) }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            throw CLIError(code: ExitCode.noInput, message: code == ENOENT ? "\(path): no such file" : "\(path): cannot be read: \(SystemError.strerror(code))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read: \(SystemError.strerror(code))")
+        }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            Glibc.close(fd)
+            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read: \(SystemError.strerror(EISDIR)) (give export.xml or export.zip)")
+        }
+        var magic = [UInt8](repeating: 0, count: 4)
+        let isRegular = info.st_mode & S_IFMT == S_IFREG
+        if isRegular, pread(fd, &magic, 4, 0) == 4, magic == [0x50, 0x4B, 0x03, 0x04] {
+            Glibc.close(fd)
+            return try zip(path)
+        }
+        return ExportInput(name: path, total: isRegular ? Int(info.st_size) : nil, fd: fd, ownsDescriptor: true)
+    }
+
+    /// Reads into `buffer`; 0 at the end.
+    func read(into buffer: inout [UInt8]) throws -> Int {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n >= 0 { return n }
+            guard errno == EINTR else { throw CLIError(code: ExitCode.noInput, message: "\(name): cannot be read: \(SystemError.strerror(errno))") }
+        }
+    }
+
+    /// Waits for unzip, if any, and fails if it did.
+    func finish() throws {
+        guard let unzip else { return }
+        if unzip.isRunning { unzip.terminate() }
+        unzip.waitUntilExit()
+        guard unzip.terminationReason == .exit, unzip.terminationStatus == 0 else {
+            let text = String(decoding: unzipErrors?.fileHandleForReading.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+            throw CLIError(code: ExitCode.noInput, message: "\(name): unzip failed (\(unzip.terminationStatus)): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+    }
+
+    func close() {
+        if let unzip, unzip.isRunning { unzip.terminate(); unzip.waitUntilExit() }
+        if ownsDescriptor { Glibc.close(fd) }
+    }
+
+    /// `unzip -p` of the archive's export.xml (not export_cda.xml), streamed through a pipe.
+    private static func zip(_ path: String) throws -> ExportInput {
+        let howTo = "or unzip it yourself: unzip -p \(path) apple_health_export/export.xml | daybook import apple-health - --user U --zone Z"
+        guard let unzip = ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").map({ "\($0)/unzip" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw CLIError(code: ExitCode.noInput, message: "\(path) is a .zip and unzip is not installed: apt-get install unzip (scripts/setup does), \(howTo)")
+        }
+        let listing = try run(unzip, ["-l", path])
+        guard listing.status == 0 else {
+            throw CLIError(code: ExitCode.noInput, message: "\(path): not a readable zip archive (unzip -l: \(listing.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
+        }
+        // "  Length      Date    Time    Name" rows: length, date, time, then the name (spaces allowed).
+        var entries: [(name: String, length: Int)] = []
+        for row in listing.output.split(separator: "\n") {
+            let parts = row.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true)
+            guard parts.count == 4, let length = Int(parts[0]), parts[1].contains("-") else { continue }
+            entries.append((String(parts[3].drop { $0 == " " }), length))
+        }
+        let candidates = entries.filter { ($0.name.split(separator: "/").last ?? "").lowercased() == "export.xml" }
+        guard let entry = candidates.min(by: { $0.name.count < $1.name.count }) else {
+            let xml = entries.map(\.name).filter { $0.lowercased().hasSuffix(".xml") }.prefix(5).joined(separator: ", ")
+            throw CLIError(code: ExitCode.noInput, message: "\(path) holds no export.xml (XML entries: \(xml.isEmpty ? "none" : xml)); extract the export's XML yourself: unzip -p \(path) ENTRY | daybook import apple-health - --user U --zone Z")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: unzip)
+        // unzip reads entry names as wildcards: bracket the wildcard characters.
+        let pattern = entry.name.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined()
+        process.arguments = ["-p", path, pattern]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch {
+            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot run unzip: \(SystemError.reason(error)); \(howTo)")
+        }
+        return ExportInput(name: "\(path) (\(entry.name))", total: entry.length, fd: output.fileHandleForReading.fileDescriptor,
+                           ownsDescriptor: false, unzip: process, unzipErrors: errors)
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+}
+
+/// Lines written through a buffer, every write checked (a full disk is an error, not a
+/// silently short file). A temporary file is renamed over its destination by `commit`.
+final class LineSink {
+    let fd: Int32
+    let path: String
+    /// Set while the file is a temporary one that `commit` renames (removed by the owner otherwise).
+    private(set) var temporaryPath: String?
+    private var buffer: [UInt8] = []
+
+    init(fd: Int32, path: String, temporary: Bool = false) {
+        self.fd = fd
+        self.path = path
+        temporaryPath = temporary ? path : nil
+        buffer.reserveCapacity(1 << 17)
+    }
+
+    static func create(_ path: String) throws -> LineSink {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
+        return LineSink(fd: fd, path: path)
+    }
+
+    /// A new file in `destination`'s directory, renamed over it by `commit`.
+    static func temporary(beside destination: String) throws -> LineSink {
+        var template = Array((destination + ".daybook-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
+        guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))") }
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        fchmod(fd, 0o644)
+        return LineSink(fd: fd, path: path, temporary: true)
+    }
+
+    func write(_ line: String, newline: Bool = true) throws {
+        buffer.append(contentsOf: line.utf8)
+        if newline { buffer.append(10) }
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    func flush() throws {
+        try buffer.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
+                offset += n
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    func close() throws {
+        try flush()
+        if fd > 2 { Glibc.close(fd) }
+    }
+
+    /// Flushes, syncs and renames the temporary file over `destination`.
+    func commit(to destination: String) throws {
+        try flush()
+        guard fsync(fd) == 0, Glibc.close(fd) == 0, rename(path, destination) == 0 else {
+            throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))")
+        }
+        temporaryPath = nil
+    }
+}
