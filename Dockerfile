@@ -7,7 +7,7 @@ COPY . .
 RUN swift build -c release --product daybook && cp .build/release/daybook /usr/local/bin/daybook
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends librdkafka1 libsqlite3-0 tzdata ca-certificates && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends librdkafka1 libsqlite3-0 tzdata ca-certificates unzip && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/share/swift /usr/share/swift
 COPY --from=build /usr/lib/swift/linux/*.so /usr/lib/swift/linux/
 COPY --from=build /usr/local/bin/daybook /usr/local/bin/daybook
