@@ -31,7 +31,7 @@ public struct ExportGenerator {
     /// The offset every timestamp is printed at (the phone's offset when it exported).
     public let exportOffsetSeconds = 2 * 3_600
 
-    private var rng: Generator
+    private var rng: SplitMix64
     private let windowStart: Int64
     private let windowMinutes: Int
     private var previous: (xml: String, truth: Truth?)?
@@ -39,7 +39,7 @@ public struct ExportGenerator {
 
     /// Records start within `days` days from `start` (seconds since 1970, whole minutes).
     public init(seed: UInt64, start: Int64, days: Int) {
-        rng = Generator(state: seed)
+        rng = SplitMix64(seed: seed)
         windowStart = start
         windowMinutes = max(1, days) * 24 * 60
     }
@@ -219,18 +219,5 @@ public struct ExportGenerator {
         let wall = Instant(seconds: seconds).format(offsetSeconds: exportOffsetSeconds) // 2024-01-10T11:00:00+02:00
         let u = Array(wall.utf8)
         return String(decoding: u[0..<10] + [32] + u[11..<19] + [32] + u[19..<22] + u[23..<25], as: UTF8.self)
-    }
-
-    /// SplitMix64: the same export for a seed on every machine.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     }
 }

@@ -183,9 +183,9 @@ enum BenchCommand: Subcommand {
 
 /// A deterministic generator of realistic logs, for benchmarks and the bundled examples.
 struct SyntheticLog {
-    var rng: SplitMix
+    var rng: SplitMix64
 
-    init(seed: UInt64) { rng = SplitMix(seed: seed) }
+    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
     private static let zones = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "America/Santiago", "Europe/London"]
 
@@ -214,27 +214,27 @@ struct SyntheticLog {
                 // Watch: 5-minute step and energy samples from 07:00 to 23:00 (~190 + 40).
                 var t = dayStart + 7 * 3600
                 while t < dayStart + 23 * 3600 {
-                    let len = Int64(240 + rng.next(120))
-                    add(.steps, "watch", t, t + len, Double(rng.next(600)))
-                    if rng.next(4) == 0 { add(.activeEnergy, "watch", t, t + len, Double(rng.next(300)) / 10) }
-                    t += len + Int64(rng.next(60))
+                    let len = Int64(240 + rng.below(120))
+                    add(.steps, "watch", t, t + len, Double(rng.below(600)))
+                    if rng.below(4) == 0 { add(.activeEnergy, "watch", t, t + len, Double(rng.below(300)) / 10) }
+                    t += len + Int64(rng.below(60))
                 }
                 // Phone: walking bouts overlapping the watch (~40 samples of steps and distance).
                 for _ in 0..<20 {
-                    let s = dayStart + 6 * 3600 + Int64(rng.next(17 * 3600))
-                    let len = Int64(300 + rng.next(1500))
-                    let steps = Double(rng.next(2000))
+                    let s = dayStart + 6 * 3600 + Int64(rng.below(17 * 3600))
+                    let len = Int64(300 + rng.below(1500))
+                    let steps = Double(rng.below(2000))
                     add(.steps, "phone", s, s + len, steps)
                     add(.distance, "phone", s, s + len, steps * 0.75)
                 }
                 // Heart rate every ~16 minutes (instants), and a manual entry now and then.
                 var h = dayStart
                 while h < dayStart + 86_400 {
-                    add(.heartRate, "watch", h, h, Double(55 + rng.next(80)))
-                    h += 900 + Int64(rng.next(120))
+                    add(.heartRate, "watch", h, h, Double(55 + rng.below(80)))
+                    h += 900 + Int64(rng.below(120))
                 }
-                if rng.next(3) == 0 { add(.steps, "manual", dayStart + 12 * 3600, dayStart + 13 * 3600, 3000) }
-                if rng.next(50) == 0, case .sampleAdded(let s)? = out.last {
+                if rng.below(3) == 0 { add(.steps, "manual", dayStart + 12 * 3600, dayStart + 13 * 3600, 3000) }
+                if rng.below(50) == 0, case .sampleAdded(let s)? = out.last {
                     out.append(.sampleDeleted(user: user, uuid: s.uuid))
                 }
             }
@@ -245,16 +245,3 @@ struct SyntheticLog {
     static func jsonLine(_ event: Event) -> String { event.jsonLine }
 }
 
-/// SplitMix64: a tiny, fast, repeatable random number generator.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-}
