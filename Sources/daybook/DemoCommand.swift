@@ -25,12 +25,13 @@ enum DemoCommand: Subcommand {
     the live one and with 'daybook rollup' of the same log (what 'daybook verify' does).
     Then the phone is ranked first: 'diff' counts the rows that would change, and
     'rebuild' builds a new generation beside the live shards and swaps it in. Finally
-    check-ins arrive for every source but ben's phone, and 'stale' judges silence two days
-    on: ben's phone is reported, and so is every canary of the configuration.
+    dana's phone, last checked in 6 hours past the phone's threshold, is reported by
+    'stale' (her watch, just synced, and every source that just delivered samples are not),
+    and so is every canary.
 
     EXIT CODES: 0 the rebuilt projection equals the live one and the rollup, and the
-    re-ranked one the rollup under the new order, and stale reports ben's phone and every
-    canary; 70 they differ (a bug); 64 usage (or --data already used); 66 --events missing; 69 the
+    re-ranked one the rollup under the new order, and stale reports exactly dana's phone
+    and every canary; 70 they differ (a bug); 64 usage (or --data already used); 66 --events missing; 69 the
     embedded broker failed or events were not delivered; 74 storage failure; 78 bad
     configuration.
     """
@@ -141,47 +142,41 @@ enum DemoCommand: Subcommand {
         if let ana, let old = after.first(where: { $0.key == ana.key }) {
             say("   ana's steps on \(ana.key.day): \(describe(old)) with the watch first, \(describe(ana)) with the phone first.")
         }
-        // 6. Freshness: check-ins for every source but one (ben's phone), judged two days from now.
+        // 6. Freshness: a phone in a drawer. dana's phone last checked in 6 h past the phone's
+        // threshold, her watch just now; everyone else's sources delivered samples a moment ago.
         var current = config
         current.priority = reranked
         let fresh = try freshness(current, live: live)
-        let silent = fresh.silent.map { "\(TerminalText.escaped($0.user))'s \(TerminalText.escaped($0.source))" } ?? "no source"
-        say("\n6. Check-ins arrive for every source but \(silent), whose last sign of life is its samples' Kafka")
-        say("   timestamps (now). daybook stale --now \(fresh.report.now) (two days on) says:")
+        say("\n6. dana's phone last checked in \(fresh.phoneHours) hours ago, her watch just now; every other source delivered")
+        say("   samples a moment ago (their Kafka timestamps are their sign of life). daybook stale says:")
         var table: [String] = []
         StaleCommand.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
         for line in table { say(line.isEmpty ? "" : "   " + line) }
-        let staleFound = fresh.silent.map { s in fresh.report.stale.contains { $0.user == s.user && $0.source == s.source } } ?? true
-            && fresh.unreported.isEmpty
+        let silentOnes = fresh.report.stale.filter { !$0.isCanary }.map { "\($0.user)/\($0.source)" }
+        let staleFound = silentOnes == (fresh.phoneHours > 0 ? ["dana/phone"] : []) && fresh.unreported.isEmpty
 
         say("\nDone in \(String(format: "%.1f", clock.elapsed)) s. Inspect with: daybook totals --data \(live) --user ana --metric steps")
         return identical && matchesRollup && followsNewOrder && staleFound ? ExitCode.ok : ExitCode.software
     }
 
-    /// Publishes a check-in for every (user, source) pair of the log but one (ben's phone if
-    /// there is one, else the last pair with a threshold), projects them, and judges silence
-    /// 48 h from now under the configuration's thresholds and canaries.
+    /// Publishes dana's two check-ins (the phone 6 h past its threshold, the watch now),
+    /// projects them, and judges silence now under the configuration's thresholds and canaries.
     private static func freshness(_ config: DaybookConfiguration, live: String)
-        throws -> (report: StaleReport, unreported: [SyncKey], silent: SyncKey?) {
+        throws -> (report: StaleReport, unreported: [SyncKey], phoneHours: Int64) {
         let now = Int64(Date().timeIntervalSince1970)
-        var pairs: [SyncKey] = []
-        try ShardReader(directory: live).forEachSyncPair { pairs.append(SyncKey(user: $0.user, source: $0.source)) }
-        pairs.sort { ($0.user, $0.source) < ($1.user, $1.source) }
-        let judged = pairs.filter { config.freshness.rule(for: $0.source).threshold != nil }
-        let silent = judged.first { $0.user == "ben" && $0.source == "phone" } ?? judged.last
-        let lines = pairs.filter { $0 != silent }.map {
-            Event.sourceCheckedIn(CheckIn(user: $0.user, source: $0.source, at: Instant(seconds: now + 44 * 3_600))).jsonLine
+        // A phone threshold of "never": nothing can be stale, and the demo says so (0 hours).
+        let phoneHours = config.freshness.rule(for: "phone").threshold.map { $0.components.seconds / 3_600 + 6 } ?? 0
+        let lines = [("phone", phoneHours), ("watch", 0)].map { source, hours in
+            Event.sourceCheckedIn(CheckIn(user: "dana", source: source, at: Instant(seconds: now - hours * 3_600))).jsonLine
         }
-        if !lines.isEmpty {
-            _ = try PublishCommand.publish(.bytes(Data((lines.joined(separator: "\n") + "\n").utf8)), connection: config.connection,
-                                           producer: config.producer, topic: "health-samples") { _, _ in }
-            _ = try project(config, into: live, recordChanges: false)
-        }
+        _ = try PublishCommand.publish(.bytes(Data((lines.joined(separator: "\n") + "\n").utf8)), connection: config.connection,
+                                       producer: config.producer, topic: "health-samples") { _, _ in }
+        _ = try project(config, into: live, recordChanges: false)
         let detector = StaleDetector(policy: config.freshness)
-        var evaluation = StaleDetector.Evaluation(detector: detector, now: Instant(seconds: now + 48 * 3_600))
+        var evaluation = StaleDetector.Evaluation(detector: detector, now: Instant(seconds: now + 60))
         try ShardReader(directory: live).forEachSyncPair { evaluation.add($0) }
         let report = evaluation.finish()
-        return (report, CanaryCheck.unreported(config.freshness.canaries, in: report), silent)
+        return (report, CanaryCheck.unreported(config.freshness.canaries, in: report), phoneHours)
     }
 
     /// A temporary rebuild up to the live offsets, compared row by row (`verify`, `diff`).
