@@ -9,7 +9,7 @@ let package = Package(
         .library(name: "DaybookKafka", targets: ["DaybookKafka"]),
         .library(name: "DaybookStore", targets: ["DaybookStore"]),
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
-        .library(name: "DaybookMetrics", targets: ["DaybookMetrics", "DaybookImport"]),
+        .library(name: "DaybookMetrics", targets: ["DaybookMetrics"]),
         .library(name: "DaybookImport", targets: ["DaybookImport"]),
     ],
     targets: [
@@ -30,14 +30,15 @@ let package = Package(
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
         // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
         // projection into a new data directory; no separate code).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookImport"]),
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
-        // Per-test temporary directories and the seeded random generator, shared by the test targets.
+        // Per-test temporary directories and promtool, shared by the test targets (the seeded
+        // random generator, SplitMix64, is DaybookCore's).
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
