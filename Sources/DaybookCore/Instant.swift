@@ -145,3 +145,10 @@ extension Instant {
         return .instant(Instant(nanoseconds: secs * Instant.nanosPerSecond + frac))
     }
 }
+
+extension Duration {
+    /// The duration in seconds, fractions included (for rates, timings and output).
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

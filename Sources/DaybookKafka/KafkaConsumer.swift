@@ -231,14 +231,19 @@ public final class KafkaConsumer {
     /// The topic's partition count, asked in rounds of at most a second until `timeout`
     /// has passed, so that `shouldStop` is heard meanwhile; nil when it said stop. A missing
     /// topic throws at once (kind `.topic`); a cluster that never answers throws its last
-    /// error at the deadline.
+    /// error at the deadline, told as "cannot reach the Kafka cluster within `timeout`".
     public func partitionCount(_ topic: String, within timeout: Duration, shouldStop: () -> Bool = { false }) throws(KafkaError) -> Int? {
         let deadline = ContinuousClock.now + timeout
         while true {
             do {
                 return try partitionCount(topic, timeoutMilliseconds: max(1, min(1_000, (deadline - ContinuousClock.now).wholeMilliseconds)))
             } catch {
-                if error.kind == .topic || ContinuousClock.now >= deadline { throw error }
+                if error.kind == .topic { throw error }
+                if ContinuousClock.now >= deadline {
+                    var late = error
+                    late.message = "cannot reach the Kafka cluster within \(timeout): \(error.message)"
+                    throw late
+                }
                 if shouldStop() { return nil }
                 usleep(100_000)
             }

@@ -78,20 +78,22 @@ public struct ProjectorProgress: Sendable {
     }
 }
 
-/// What `Projector.run` returns.
+/// What `Projector.run` returns: its statistics as they ended, and how the run ended.
 public struct ProjectorSummary: Sendable {
-    public var applied: Int
-    public var skipped: Int
-    /// Events re-read below a shard's offset (`startOffsets`).
-    public var reread = 0
-    public var deadLetters: Int
-    public var rowsChanged: Int
-    public var seconds: Double
-    public var caughtUp: Bool
-    /// Polls whose messages were applied (each partition's share one transaction).
-    public var batches = 0
+    public var statistics = ProjectorStatistics()
+    public var seconds: Double = 0
+    public var caughtUp = false
     /// (user, metric, day) rows recomputed, when `recordChangedKeys` was set.
-    public var changedKeys: Set<DayKey>
+    public var changedKeys: Set<DayKey> = []
+
+    public var applied: Int { statistics.applied }
+    public var skipped: Int { statistics.skipped }
+    /// Events re-read below a shard's offset (`startOffsets`).
+    public var reread: Int { statistics.reread }
+    public var deadLetters: Int { statistics.deadLetters }
+    public var rowsChanged: Int { statistics.rowsChanged }
+    /// Polls whose messages were applied (each partition's share one transaction).
+    public var batches: Int { statistics.batches }
 }
 
 /// Why the projector stopped.
@@ -454,7 +456,7 @@ public final class Projector: RebalanceHandler {
     /// partition is at the end of the log. Throws `ProjectorError` on a storage or shard
     /// failure, after which no offset has moved past an unapplied event.
     public func run(shouldStop: () -> Bool, progress: (ProjectorProgress) -> Void) throws -> ProjectorSummary {
-        var summary = ProjectorSummary(applied: 0, skipped: 0, deadLetters: 0, rowsChanged: 0, seconds: 0, caughtUp: false, changedKeys: [])
+        var summary = ProjectorSummary()
         let started = ContinuousClock.now
         var lastProgress = started
         var appliedSinceProgress = 0
@@ -469,7 +471,7 @@ public final class Projector: RebalanceHandler {
             guard let n = try consumer.partitionCount(options.topic, within: options.connectTimeout, shouldStop: shouldStop) else { return summary }
             count = n
         } catch {
-            throw ProjectorError(kind: .kafka, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(options.connectTimeout): \(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)")
         }
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
@@ -558,8 +560,7 @@ public final class Projector: RebalanceHandler {
             if !byPartition.isEmpty {
                 let batchStarted = ContinuousClock.now
                 let outcomes = try applyInParallel(byPartition)
-                statistics.batchSeconds.observe(Self.seconds(ContinuousClock.now - batchStarted))
-                summary.batches += 1
+                statistics.batchSeconds.observe((ContinuousClock.now - batchStarted).inSeconds)
                 // Informational only (for lag dashboards): the truth is the shard's offset. A solo
                 // projector is no member of the group, whose coordinator would refuse it.
                 if !options.solo {
@@ -569,13 +570,9 @@ public final class Projector: RebalanceHandler {
                     try? consumer.commit(committed)
                 }
                 for outcome in outcomes {
-                    summary.applied += outcome.applied
-                    summary.skipped += outcome.skipped
-                    summary.reread += outcome.reread
-                    summary.deadLetters += outcome.deadLetters
-                    summary.rowsChanged += outcome.rowsChanged
                     statistics.applied += outcome.applied
                     statistics.skipped += outcome.skipped
+                    statistics.reread += outcome.reread
                     statistics.deadLetters += outcome.deadLetters
                     statistics.rowsChanged += outcome.rowsChanged
                     appliedSinceProgress += outcome.applied + outcome.deadLetters
@@ -586,11 +583,11 @@ public final class Projector: RebalanceHandler {
 
             let now = ContinuousClock.now
             if now - lastProgress >= .seconds(1) {
-                let seconds = Self.seconds(now - lastProgress)
+                let seconds = (now - lastProgress).inSeconds
                 rate = Double(appliedSinceProgress) / seconds
                 appliedSinceProgress = 0
                 lastProgress = now
-                progress(snapshot(summary, rate: rate))
+                progress(snapshot(rate: rate))
             }
             // A member the group gave nothing to is caught up on what it owns, too.
             if options.untilCaughtUp, hasAssignment, held.isEmpty,
@@ -599,8 +596,9 @@ public final class Projector: RebalanceHandler {
                 break
             }
         }
-        summary.seconds = Self.seconds(ContinuousClock.now - started)
-        progress(snapshot(summary, rate: summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0))
+        summary.seconds = (ContinuousClock.now - started).inSeconds
+        summary.statistics = statistics
+        progress(snapshot(rate: summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0))
         return summary
     }
 
@@ -652,14 +650,14 @@ public final class Projector: RebalanceHandler {
         return ProjectorError(kind: .storage, message: "\(error)")
     }
 
-    private func snapshot(_ summary: ProjectorSummary, rate: Double) -> ProjectorProgress {
+    private func snapshot(rate: Double) -> ProjectorProgress {
         let parts = workers.keys.sorted().map { p -> (Int32, Int64, Int64?) in
             let w = workers[p]!
             // The end seen in the last fetch, else at the last end of partition, else when the
             // partition was started: never "lag 0" only because no fetch has answered yet.
             return (p, w.position, consumer.cachedHighWatermark(w.partition) ?? w.endOffset ?? highAtStart[p])
         }
-        var progress = ProjectorProgress(applied: summary.applied, deadLetters: summary.deadLetters, eventsPerSecond: rate, partitions: parts)
+        var progress = ProjectorProgress(applied: statistics.applied, deadLetters: statistics.deadLetters, eventsPerSecond: rate, partitions: parts)
         progress.statistics = statistics
         if !options.solo, !hasAssignment || !held.isEmpty {
             progress.waiting = "waiting for consumer group \(groupID) to assign partitions (a member that restarted waits until its old membership expires: session.timeout.ms = \(sessionTimeoutMilliseconds / 1_000) s)"
@@ -667,9 +665,6 @@ public final class Projector: RebalanceHandler {
         return progress
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
 
     // MARK: Dead-letter outbox
 

@@ -9,6 +9,8 @@ public struct ProjectorStatistics: Sendable {
     public var deadLetters = 0
     /// Messages a shard had already applied (redelivered after a seek or a rebalance).
     public var skipped = 0
+    /// Events re-read below a shard's offset (`ProjectorOptions.startOffsets`).
+    public var reread = 0
     /// (user, metric, day) rows recomputed.
     public var rowsChanged = 0
     /// One observation per batch: a poll's messages applied to their shards (partitions

@@ -49,7 +49,7 @@ extension LogAccess {
         do {
             return try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
         } catch {
-            throw ProjectorError(kind: .kafka, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(timeout): \(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)")
         }
     }
 }
@@ -183,7 +183,7 @@ public final class Rebuilder {
                                                              note: "daybook rebuild of \(scope), \(Self.timestamp())"), in: dir)
         unlink(stagingPath + "/" + Self.planFile)
         return RebuildSummary(generation: stagingName, resumed: resumed, offsets: offsets, applied: summary.applied,
-                              deadLetters: summary.deadLetters, seconds: Projector.seconds(ContinuousClock.now - started),
+                              deadLetters: summary.deadLetters, seconds: (ContinuousClock.now - started).inSeconds,
                               removed: removed)
     }
 
@@ -256,14 +256,6 @@ struct Housekeeping {
         return (try? FileManager.default.removeItem(atPath: path)) != nil
     }
 
-    /// `<topic>-NNNN.sqlite`: the only files housekeeping ever removes from a directory it
-    /// does not remove whole (anything else an operator put there stays).
-    static func isShardFileName(_ name: String) -> Bool {
-        guard name.hasSuffix(".sqlite"), let dash = name.lastIndex(of: "-") else { return false }
-        let digits = name[name.index(after: dash)...].dropLast(".sqlite".count)
-        return dash > name.startIndex && digits.count >= 4 && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber)
-    }
-
     /// Shard files the manifest no longer names where they are: the flat shards a first
     /// rebuild replaced, and those a partial rebuild moved out of an older generation that
     /// still holds other partitions. Removed (with their WAL, shared memory and lock files)
@@ -276,7 +268,8 @@ struct Housekeeping {
         for dir in Set(layout.shards.values).union(["."]) where dir != current {
             let base = dir == "." ? directory : directory + "/" + dir
             let names = dir == "." ? entries : ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [])
-            for name in names where Housekeeping.isShardFileName(name) && layout.shards[name] != dir {
+            // Only shard-named files (`<topic>-NNNN.sqlite`): anything else an operator put there stays.
+            for name in names where Shard.topicAndPartition(ofFile: name) != nil && layout.shards[name] != dir {
                 let path = base + "/" + name
                 guard let fd = try? Shard.lock(path + ".lock", timeout: .zero) else { continue }
                 for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }

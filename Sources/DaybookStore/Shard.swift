@@ -27,12 +27,19 @@ public final class Shard {
 
     /// The partition of a shard file name of `topic` (`health-samples-0003.sqlite` → 3).
     public static func partition(ofFile name: String, topic: String) -> Int32? {
-        let prefix = topic + "-"
-        guard name.hasPrefix(prefix), name.hasSuffix(".sqlite") else { return nil }
-        let digits = name.dropFirst(prefix.count).dropLast(".sqlite".count)
+        guard let parsed = topicAndPartition(ofFile: name), parsed.topic == topic else { return nil }
+        return parsed.partition
+    }
+
+    /// The topic and partition of a shard file name of any topic (`health-samples-0003.sqlite`
+    /// → health-samples, 3); nil for a name `fileName(topic:partition:)` would not give.
+    public static func topicAndPartition(ofFile name: String) -> (topic: String, partition: Int32)? {
+        guard name.hasSuffix(".sqlite"), let dash = name.lastIndex(of: "-"), dash > name.startIndex else { return nil }
+        let topic = String(name[..<dash])
+        let digits = name[name.index(after: dash)...].dropLast(".sqlite".count)
         guard digits.count >= 4, digits.allSatisfy(\.isASCII), let p = Int32(digits), p >= 0,
               fileName(topic: topic, partition: p) == name else { return nil }
-        return p
+        return (topic, p)
     }
 
     static let migrations: [(name: String, sql: String)] = [

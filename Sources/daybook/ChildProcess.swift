@@ -172,8 +172,7 @@ final class ChildProcess: Sendable {
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         ChildProcess.live.withLock { $0.removeAll { $0 === self } }
         let termination = status & 0x7F
-        let elapsed = ended - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ended - started).inSeconds
         return Outcome(exitCode: termination == 0 ? (status >> 8) & 0xFF : nil,
                        signal: termination == 0 ? nil : termination,
                        seconds: seconds, peakRSSBytes: peakBytes.withLock { $0 },

@@ -211,7 +211,7 @@ enum PipelineBench {
         let plain = try Writer(log), tabbed = try Writer(keyed)
         var bytes = 0
         for e in events {
-            let line = SyntheticLog.jsonLine(e)
+            let line = e.jsonLine
             bytes += line.utf8.count + 1
             try plain.line(line)
             try tabbed.line(e.user + "\t" + line)
@@ -493,8 +493,7 @@ enum PipelineBench {
     }
 
     static func seconds(since t0: ContinuousClock.Instant) -> Double {
-        let d = ContinuousClock.now - t0
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        (ContinuousClock.now - t0).inSeconds
     }
 
     static func stderrFile(_ work: String, _ step: String) -> String {

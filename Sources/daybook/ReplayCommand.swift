@@ -122,7 +122,7 @@ enum ReplayCommand: Subcommand {
         }
         let text = arguments.value("--by-duration") ?? ""
         guard let seconds = DurationText.seconds(text) else {
-            throw CLIError.usage("--by-duration '\(TerminalText.escaped(text))' is not a duration: give a whole number from 1 and a unit, s, m, h or d (e.g. 90s, 15m, 6h, 7d)")
+            throw CLIError.usage("--by-duration '\(TerminalText.escaped(text))' is not a duration: give \(DurationText.rule)")
         }
         let nowMilliseconds = Int64((now.timeIntervalSince1970 * 1_000).rounded(.down))
         let ms = max(0, nowMilliseconds - seconds * 1_000)
@@ -239,7 +239,7 @@ enum ReplayCommand: Subcommand {
             }
             count = n
         } catch let error as KafkaError {
-            throw CLIError(code: ExitCode.unavailable, message: error.kind == .topic ? "\(error)" : "cannot reach the Kafka cluster within \(connectTimeout): \(error)")
+            throw CLIError(code: ExitCode.unavailable, message: "\(error)")
         }
         let all = Array(0..<Int32(count))
         let partitions = chosen ?? all

@@ -31,8 +31,7 @@ struct ProgressReporter {
 
     /// Seconds since the reporter was made.
     var elapsed: Double {
-        let d = ContinuousClock.now - started
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        (ContinuousClock.now - started).inSeconds
     }
 
     /// Shows `text()` if enough time has passed since the last report.
