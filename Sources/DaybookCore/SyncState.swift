@@ -59,8 +59,15 @@ public struct SourceSync: Hashable, Sendable {
     /// day. A pair that never gave a time (a log read from a file) claims nothing.
     /// Returns each such source with the day it was last heard from, by source.
     public static func silentSources(_ pairs: [SourceSync], metric: Metric, day: CivilDay) -> [(source: String, lastSeen: CivilDay)] {
+        lastSeenDays(pairs, metric: metric).filter { day >= $0.lastSeen }
+    }
+
+    /// The sources among `pairs` that speak for `metric` and have given a time, with the day
+    /// each was last heard from, by source: `silentSources` for every day at once (a reader
+    /// of many days computes these once and filters them per day).
+    public static func lastSeenDays(_ pairs: [SourceSync], metric: Metric) -> [(source: String, lastSeen: CivilDay)] {
         pairs.compactMap { pair -> (String, CivilDay)? in
-            guard pair.covers(metric), let seen = pair.lastSeenDay, day >= seen else { return nil }
+            guard pair.covers(metric), let seen = pair.lastSeenDay else { return nil }
             return (pair.source, seen)
         }.sorted { $0.0 < $1.0 }
     }

@@ -74,52 +74,41 @@ public struct ImportSummary: Equatable, Sendable {
     public func render(destination: String) -> String {
         var lines: [String] = []
         let skippedOther = otherTypes.values.reduce(0, +)
-        lines.append("\(ImportSummary.grouped(records)) records read: \(ImportSummary.grouped(events)) events \(destination), \(ImportSummary.grouped(skippedOther)) of other types skipped, \(ImportSummary.grouped(rejectedCount)) rejected\(missingZone > 0 ? ", \(ImportSummary.grouped(missingZone)) without a zone" : "")")
+        lines.append("\(NumberText.grouped(records)) records read: \(NumberText.grouped(events)) events \(destination), \(NumberText.grouped(skippedOther)) of other types skipped, \(NumberText.grouped(rejectedCount)) rejected\(missingZone > 0 ? ", \(NumberText.grouped(missingZone)) without a zone" : "")")
         for metric in Metric.allCases {
             guard let bySource = byMetric[metric] else { continue }
             let total = bySource.values.reduce(0, +)
-            let parts = bySource.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \(ImportSummary.grouped($0.value))" }
-            lines.append("  \(metric.rawValue): \(ImportSummary.grouped(total)) (\(parts.joined(separator: ", ")))")
+            let parts = bySource.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \(NumberText.grouped($0.value))" }
+            lines.append("  \(metric.rawValue): \(NumberText.grouped(total)) (\(parts.joined(separator: ", ")))")
         }
         for (source, clue) in sources.sorted(by: { $0.key < $1.key }) {
             lines.append("  source \(source) ← \(clue.clues.sorted().joined(separator: ", ")): \(clue.examples.joined(separator: "; "))")
         }
         if !otherTypes.isEmpty {
             let top = otherTypes.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-            let shown = top.prefix(5).map { "\($0.key) \(ImportSummary.grouped($0.value))" }.joined(separator: ", ")
+            let shown = top.prefix(5).map { "\($0.key) \(NumberText.grouped($0.value))" }.joined(separator: ", ")
             lines.append("skipped, other types (\(otherTypes.count)): \(shown)\(top.count > 5 ? ", …" : "")")
         }
         for (code, r) in rejected.sorted(by: { $0.key < $1.key }) {
-            lines.append("rejected, \(code): \(ImportSummary.grouped(r.count)) (first at line \(r.firstLine): \(r.firstMessage))")
+            lines.append("rejected, \(code): \(NumberText.grouped(r.count)) (first at line \(r.firstLine): \(r.firstMessage))")
         }
         if !zones.isEmpty {
             let parts = zones.sorted { $0.key < $1.key }.map { zone, use -> String in
                 var from: [String] = []
-                if use.fromMetadata > 0 { from.append("HKTimeZone \(ImportSummary.grouped(use.fromMetadata))") }
-                if use.fromOption > 0 { from.append("--zone \(ImportSummary.grouped(use.fromOption))") }
+                if use.fromMetadata > 0 { from.append("HKTimeZone \(NumberText.grouped(use.fromMetadata))") }
+                if use.fromOption > 0 { from.append("--zone \(NumberText.grouped(use.fromOption))") }
                 return "\(zone) (\(from.joined(separator: ", ")))"
             }
             lines.append("zones: \(parts.joined(separator: "; "))")
         }
         if !unusableTimeZones.isEmpty {
-            let parts = unusableTimeZones.sorted { $0.key < $1.key }.map { "\(JSONWriter.quoted($0.key)) \(ImportSummary.grouped($0.value))" }
+            let parts = unusableTimeZones.sorted { $0.key < $1.key }.map { "\(JSONWriter.quoted($0.key)) \(NumberText.grouped($0.value))" }
             lines.append("HKTimeZone values that are not IANA zones (used --zone instead): \(parts.joined(separator: ", "))")
         }
-        lines.append("ids: \(ImportSummary.grouped(idsFromMetadata)) from HKExternalUUID/HKMetadataKeySyncIdentifier, the rest derived from each record's fields; \(ImportSummary.grouped(repeatedRecords)) records repeat an earlier one exactly and are numbered by occurrence")
+        lines.append("ids: \(NumberText.grouped(idsFromMetadata)) from HKExternalUUID/HKMetadataKeySyncIdentifier, the rest derived from each record's fields; \(NumberText.grouped(repeatedRecords)) records repeat an earlier one exactly and are numbered by occurrence")
         if let earliest, let latest {
             lines.append("time span: \(earliest) to \(latest) (UTC)")
         }
         return lines.joined(separator: "\n")
-    }
-
-    /// 1234567 → "1,234,567".
-    public static func grouped(_ n: Int) -> String {
-        let digits = String(n.magnitude)
-        var out = ""
-        for (i, c) in digits.enumerated() {
-            if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return (n < 0 ? "-" : "") + out
     }
 }

@@ -25,17 +25,38 @@ enum SyncStateColumns {
     }
 }
 
+/// What the shards of a data directory could show of their users' sync state.
+public struct SyncStateCoverage: Sendable {
+    /// Shard files the projection has (0: nothing to judge).
+    public var shards = 0
+    /// Shards that cannot hold sync state yet: no projector of this version opened them.
+    public var missing: [String] = []
+    /// Shards whose sync state starts at an offset: migrated with history before it.
+    /// A rebuild fills both from the log.
+    public var partial: [(path: String, from: Int64)] = []
+}
+
 extension ShardReader {
     /// Every (user, source) pair of the projection, one at a time in (user, source) order,
     /// merged across shards: a user's events keyed as Daybook keys them live in one
     /// partition, but a producer with another partitioner (or a topic that grew) can put a
     /// pair in two shards, and it is still one pair (`SourceSync.merge`). Memory holds one
-    /// pair per shard, not all of them.
-    public func forEachSyncPair(_ body: (SourceSync) throws -> Void) throws {
+    /// pair per shard, not all of them. Returns what the shards could show (`SyncStateCoverage`).
+    @discardableResult
+    public func forEachSyncPair(_ body: (SourceSync) throws -> Void) throws -> SyncStateCoverage {
+        var coverage = SyncStateCoverage()
         var cursors: [SyncStateCursor] = []
-        for path in try shardPaths() {
+        let paths = try shardPaths()
+        coverage.shards = paths.count
+        for path in paths {
             guard let db = try open(path) else { continue }
-            cursors.append(try SyncStateCursor(database: db))
+            let cursor = try SyncStateCursor(database: db)
+            if !cursor.hasTable {
+                coverage.missing.append(path)
+            } else if let from = try db.statement("SELECT value FROM meta WHERE key = 'sync_state_from'").firstRow({ Int64($0.text(0)) ?? 0 }), from > 0 {
+                coverage.partial.append((path, from))
+            }
+            cursors.append(cursor)
         }
         var heads: [(key: SyncKey, pair: SourceSync, cursor: Int)] = []
         for (i, c) in cursors.enumerated() {
@@ -54,6 +75,7 @@ extension ShardReader {
             }
             try body(merged)
         }
+        return coverage
     }
 
     /// The pairs of `user`, by source (merged across shards, as `forEachSyncPair`).
@@ -69,25 +91,6 @@ extension ShardReader {
             }
         }
         return bySource.values.sorted { SyncKey(user: $0.user, source: $0.source) < SyncKey(user: $1.user, source: $1.source) }
-    }
-
-    /// The shards that cannot hold sync state yet (no projector of this version opened them),
-    /// and those whose sync state starts at an offset (migrated with history before it): a
-    /// rebuild fills both from the log.
-    public func syncStateGaps() throws -> (missing: [String], partial: [(path: String, from: Int64)]) {
-        var missing: [String] = []
-        var partial: [(String, Int64)] = []
-        for path in try shardPaths() {
-            guard let db = try open(path) else { continue }
-            guard try SyncStateColumns.exists(in: db) else {
-                missing.append(path)
-                continue
-            }
-            if let from = try db.statement("SELECT value FROM meta WHERE key = 'sync_state_from'").firstRow({ Int64($0.text(0)) ?? 0 }), from > 0 {
-                partial.append((path, from))
-            }
-        }
-        return (missing, partial)
     }
 }
 
@@ -149,6 +152,9 @@ public final class SyncStateCursor {
     private let rows: Statement?
     /// Kept open for as long as the cursor reads it (a statement does not own its database).
     private let database: Database?
+
+    /// Whether the shard has the table (a shard no projector has opened since version 004 has not).
+    var hasTable: Bool { rows != nil }
 
     init(database: Database?) throws {
         self.database = database

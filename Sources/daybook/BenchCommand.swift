@@ -120,7 +120,7 @@ enum BenchCommand: Subcommand {
         if arguments.positionals == ["generate"] {
             var generator = SyntheticLog(seed: UInt64(seed))
             var out = OutputBuffer()
-            for event in generator.events(samples: target, users: userCount) { out.line(SyntheticLog.jsonLine(event)) }
+            for event in generator.events(samples: target, users: userCount) { out.line(event.jsonLine) }
             out.flush()
             return ExitCode.ok
         }
@@ -128,7 +128,7 @@ enum BenchCommand: Subcommand {
         var t0 = Date()
         var generator = SyntheticLog(seed: UInt64(seed))
         let events = generator.events(samples: target, users: userCount)
-        let lines = events.map(SyntheticLog.jsonLine)
+        let lines = events.map(\.jsonLine)
         let bytes = lines.reduce(0) { $0 + $1.utf8.count + 1 }
         print("generated \(events.count) events (\(bytes / 1_000_000) MB of JSON) for \(userCount) users in \(seconds(since: t0))")
 
@@ -241,7 +241,5 @@ struct SyntheticLog {
         }
         return out
     }
-
-    static func jsonLine(_ event: Event) -> String { event.jsonLine }
 }
 

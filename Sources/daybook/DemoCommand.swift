@@ -172,11 +172,8 @@ enum DemoCommand: Subcommand {
         _ = try PublishCommand.publish(.bytes(Data((lines.joined(separator: "\n") + "\n").utf8)), connection: config.connection,
                                        producer: config.producer, topic: "health-samples") { _, _ in }
         _ = try project(config, into: live, recordChanges: false)
-        let detector = StaleDetector(policy: config.freshness)
-        var evaluation = StaleDetector.Evaluation(detector: detector, now: Instant(seconds: now + 60))
-        try ShardReader(directory: live).forEachSyncPair { evaluation.add($0) }
-        let report = evaluation.finish()
-        return (report, CanaryCheck.unreported(config.freshness.canaries, in: report), phoneHours)
+        let judged = try StaleCommand.judge(live, policy: config.freshness, now: Instant(seconds: now + 60))
+        return (judged.report, judged.unreported, phoneHours)
     }
 
     /// A temporary rebuild up to the live offsets, compared row by row (`verify`, `diff`).
@@ -241,14 +238,5 @@ enum DemoCommand: Subcommand {
     }
 
     /// 14200.4 → "14,200".
-    static func grouped(_ v: Double) -> String {
-        let n = Int(v.rounded())
-        let digits = String(abs(n))
-        var out = ""
-        for (i, c) in digits.reversed().enumerated() {
-            if i > 0, i % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return (n < 0 ? "-" : "") + String(out.reversed())
-    }
+    static func grouped(_ v: Double) -> String { NumberText.grouped(Int(v.rounded())) }
 }

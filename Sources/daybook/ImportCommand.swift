@@ -162,7 +162,7 @@ enum ImportCommand: Subcommand {
         func report() {
             let rate = Double(importer.summary.records) / max(progress.elapsed, 0.001)
             let read = input.total.map { "\(Int(Double(bytesRead) * 100 / Double(max($0, 1))))% (\(megabytes(bytesRead)) of \(megabytes($0)))" } ?? megabytes(bytesRead)
-            progress.update("import: \(read), \(ImportSummary.grouped(importer.summary.records)) records (\(ImportSummary.grouped(Int(rate))) records/s), \(ImportSummary.grouped(importer.summary.events)) events")
+            progress.update("import: \(read), \(NumberText.grouped(importer.summary.records)) records (\(NumberText.grouped(Int(rate))) records/s), \(NumberText.grouped(importer.summary.events)) events")
         }
         let handle: (ExportRecord) throws -> Void = { record in
             switch importer.convert(record) {
@@ -216,13 +216,13 @@ enum ImportCommand: Subcommand {
             case .file: output = "nothing was written"
             case .kafka: output = "nothing was published"
             }
-            throw CLIError.usage("\(ImportSummary.grouped(summary.missingZone)) of \(ImportSummary.grouped(known)) step, distance, energy and heart-rate records have no HKTimeZone metadata (the first at line \(summary.firstMissingZoneLine ?? 0)); give --zone with the zone the phone was in when they were recorded (e.g. --zone Europe/Berlin; records with HKTimeZone keep theirs); \(output)")
+            throw CLIError.usage("\(NumberText.grouped(summary.missingZone)) of \(NumberText.grouped(known)) step, distance, energy and heart-rate records have no HKTimeZone metadata (the first at line \(summary.firstMissingZoneLine ?? 0)); give --zone with the zone the phone was in when they were recorded (e.g. --zone Europe/Berlin; records with HKTimeZone keep theirs); \(output)")
         }
         try sink.flush()
 
         var status = summary.rejectedCount == 0 ? ExitCode.ok : ExitCode.dataError
         let seconds = progress.elapsed
-        let rate = "\(ImportSummary.grouped(summary.records)) records in \(String(format: "%.2f", seconds)) s (\(ImportSummary.grouped(Int(Double(summary.records) / max(seconds, 0.001)))) records/s, \(megabytes(bytesRead)))"
+        let rate = "\(NumberText.grouped(summary.records)) records in \(String(format: "%.2f", seconds)) s (\(NumberText.grouped(Int(Double(summary.records) / max(seconds, 0.001)))) records/s, \(megabytes(bytesRead)))"
         switch destination {
         case .standardOutput:
             printError(TerminalText.escaped(summary.render(destination: "written"), keepingNewlines: true))
@@ -241,7 +241,7 @@ enum ImportCommand: Subcommand {
                                                     connectTimeout: timeout) { number, error in
                 printError("event \(number): \(error)") // cannot happen: every line was checked
             }
-            printError("import: published \(ImportSummary.grouped(result.published)) of \(ImportSummary.grouped(result.read)) events to \(topic) in \(String(format: "%.2f", result.progress.elapsed)) s")
+            printError("import: published \(NumberText.grouped(result.published)) of \(NumberText.grouped(result.read)) events to \(topic) in \(String(format: "%.2f", result.progress.elapsed)) s")
             if !result.failedLines.isEmpty {
                 printError("import: \(result.failedLines.count) events were not delivered — \(result.firstFailure.map { "\($0)" } ?? "unknown error"). Importing again is safe: the uuids are the same, so delivered events change nothing.")
                 status = ExitCode.unavailable
@@ -276,14 +276,14 @@ enum ImportCommand: Subcommand {
             try sink.write(xml, newline: false)
             written += xml.utf8.count
             records += 1
-            if records % 4_096 == 0 { progress.update("generate: \(ImportCommand.megabytes(written)) of \(megabytes) MB, \(ImportSummary.grouped(records)) records") }
+            if records % 4_096 == 0 { progress.update("generate: \(ImportCommand.megabytes(written)) of \(megabytes) MB, \(NumberText.grouped(records)) records") }
         }
         try sink.write(generator.footer, newline: false)
         written += generator.footer.utf8.count
         try sink.flush()
         progress.finish()
         if let out = arguments.value("--out") { try sink.commit(to: out) }
-        printError("generate: \(ImportSummary.grouped(records)) records, \(ImportCommand.megabytes(written)); import it with --zone \(generator.defaultZone)")
+        printError("generate: \(NumberText.grouped(records)) records, \(ImportCommand.megabytes(written)); import it with --zone \(generator.defaultZone)")
         return ExitCode.ok
     }
 }

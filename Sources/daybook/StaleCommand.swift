@@ -89,25 +89,19 @@ enum StaleCommand: Subcommand {
 
         guard !(arguments.has("--all") && arguments.has("--summary")) else { throw CLIError.usage("--all and --summary ask for opposite things; give one") }
 
-        let detector = StaleDetector(policy: policy)
-        var evaluation = StaleDetector.Evaluation(detector: detector, now: now, keepPairs: !arguments.has("--summary"))
         var all: [SourceSync] = []
-        let reader = ShardReader(directory: data)
-        let gaps: (missing: [String], partial: [(path: String, from: Int64)])
+        let judged: Judgement
         do {
-            guard !(try reader.shardPaths().isEmpty) else {
-                throw CLIError(code: ExitCode.noInput, message: "\(data) holds no shards: nothing to judge. Run daybook project --data \(data) first.")
-            }
-            gaps = try reader.syncStateGaps()
-            try reader.forEachSyncPair { pair in
-                evaluation.add(pair)
+            judged = try judge(data, policy: policy, now: now, keepPairs: !arguments.has("--summary")) { pair in
                 if arguments.has("--all") { all.append(pair) }
             }
         } catch {
             throw CLIError(error) // 65 not a shard / damaged manifest, 66 not a directory, 74 storage
         }
-        let report = evaluation.finish()
-        let unreported = CanaryCheck.unreported(policy.canaries, in: report)
+        guard judged.coverage.shards > 0 else {
+            throw CLIError(code: ExitCode.noInput, message: "\(data) holds no shards: nothing to judge. Run daybook project --data \(data) first.")
+        }
+        let (report, unreported, coverage) = (judged.report, judged.unreported, judged.coverage)
 
         var out = OutputBuffer()
         if format == "json" {
@@ -121,22 +115,20 @@ enum StaleCommand: Subcommand {
         if let path = arguments.value("--metrics-file") {
             try StaleMetrics.write(report, policy: policy, unreported: unreported, to: path)
         }
-        warn(gaps: gaps, data: data)
+        warn(coverage, data: data)
         if policy.canaries.isEmpty {
             printError("stale: no canaries configured (freshness.canaries): nothing proves this detector fires. Add a (user, source) pair that never checks in.")
         }
-        let neverSeen = evaluation.canariesNeverSeen.filter { !unreported.contains($0) }
+        let neverSeen = judged.canariesNeverSeen.filter { !unreported.contains($0) }
         if !neverSeen.isEmpty {
-            let names = neverSeen.map { "\(TerminalText.escaped($0.user))/\(TerminalText.escaped($0.source))" }.joined(separator: ", ")
-            printError("stale: canar\(neverSeen.count == 1 ? "y" : "ies") \(names) never checked in: that proves only that never-seen pairs are reported. Publish one source-checked-in for each when you set it up, so every run also tests the thresholds.")
+            printError("stale: canar\(neverSeen.count == 1 ? "y" : "ies") \(names(neverSeen)) never checked in: that proves only that never-seen pairs are reported. Publish one source-checked-in for each when you set it up, so every run also tests the thresholds.")
         }
         for source in named where report.sources.first(where: { $0.source == source })?.users ?? 0 == 0 && config.freshness.sources[source] == nil {
             printError("stale: --page-fraction names source '\(TerminalText.escaped(source))', which no pair has and freshness.sources does not list (a typo?)")
         }
         if !unreported.isEmpty {
-            let names = unreported.map { "\(TerminalText.escaped($0.user))/\(TerminalText.escaped($0.source))" }.joined(separator: ", ")
             printError("""
-            stale: DETECTOR BROKEN: \(unreported.count) of \(policy.canaries.count) canaries not reported stale: \(names).
+            stale: DETECTOR BROKEN: \(unreported.count) of \(policy.canaries.count) canaries not reported stale: \(names(unreported)).
             stale: A canary never checks in, so it must always be stale. Check the thresholds of these sources in freshness (a unit mistake such as "36d" for "36h"?) and that nobody publishes check-ins for the canary. Until then, silence of real users may go unreported too.
             """)
             return detectorBroken
@@ -144,8 +136,36 @@ enum StaleCommand: Subcommand {
         return report.pages ? 1 : ExitCode.ok
     }
 
+    /// What one reading of a data directory's sync state says.
+    struct Judgement {
+        var report: StaleReport
+        /// Canaries the report does not list: the detector is broken.
+        var unreported: [SyncKey]
+        var coverage: SyncStateCoverage
+        var canariesNeverSeen: [SyncKey]
+    }
+
+    /// Reads every pair of `data` once, judges it at `now` under `policy`, and checks the
+    /// canaries (`stale`, and the demo). `each` sees every pair too (`--all`).
+    static func judge(_ data: String, policy: FreshnessPolicy, now: Instant, keepPairs: Bool = true,
+                      each: (SourceSync) -> Void = { _ in }) throws -> Judgement {
+        var evaluation = StaleDetector.Evaluation(detector: StaleDetector(policy: policy), now: now, keepPairs: keepPairs)
+        let coverage = try ShardReader(directory: data).forEachSyncPair { pair in
+            evaluation.add(pair)
+            each(pair)
+        }
+        let report = evaluation.finish()
+        return Judgement(report: report, unreported: CanaryCheck.unreported(policy.canaries, in: report), coverage: coverage,
+                         canariesNeverSeen: evaluation.canariesNeverSeen)
+    }
+
+    /// `user/source, …`, for people.
+    static func names(_ pairs: [SyncKey]) -> String {
+        pairs.map { "\(TerminalText.escaped($0.user))/\(TerminalText.escaped($0.source))" }.joined(separator: ", ")
+    }
+
     /// Says which shards cannot show their users' silence (yet), and what fills them in.
-    static func warn(gaps: (missing: [String], partial: [(path: String, from: Int64)]), data: String) {
+    static func warn(_ gaps: SyncStateCoverage, data: String) {
         if !gaps.missing.isEmpty {
             printError("stale: \(gaps.missing.count) shard\(gaps.missing.count == 1 ? " has" : "s have") no sync state (made by a Daybook before freshness, e.g. \(gaps.missing[0])): their users' silence is not judged. Run daybook rebuild --data \(data) to fill it from the log.")
         }
@@ -235,9 +255,7 @@ enum StaleCommand: Subcommand {
 
     static func json(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?) -> String {
         func time(_ i: Instant?) -> String { i.map { "\"\($0)\"" } ?? "null" }
-        func seconds(_ d: Duration?) -> String {
-            d.map { JSONWriter.number(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "null"
-        }
+        func seconds(_ d: Duration?) -> String { d.map { JSONWriter.number($0.inSeconds) } ?? "null" }
         let stale = report.stale.map { p in
             "{\"user\":\(JSONWriter.quoted(p.user)),\"source\":\(JSONWriter.quoted(p.source)),\"last_seen\":\(time(p.lastSeen)),\"silent_seconds\":\(seconds(p.silence)),\"threshold_seconds\":\(seconds(p.threshold)),\"canary\":\(p.isCanary)}"
         }

@@ -118,12 +118,13 @@ enum TotalsCommand: Subcommand {
         var last: CivilDay
         var pairs: [SourceSync]
 
-        /// Visits the days of the range with their row (if any) and the sources silent since
-        /// before them. With `everyDay` false, only days with a row or a silent source: a
-        /// long range costs the days printed, not the days in it.
+        /// Visits the days of the range with their row (if any) and the sources not heard from
+        /// since the day ended (`SourceSync.silentSources`). With `everyDay` false, only days
+        /// with a row or a silent source: a long range costs the days printed, not the days in it.
         func forEachDay(everyDay: Bool, _ body: (CivilDay, DayTotal?, [(source: String, lastSeen: CivilDay)]) -> Void) {
+            let seen = SourceSync.lastSeenDays(pairs, metric: metric)
             // From the day of the earliest last sign of life of a source that syncs the metric, days may be unknown.
-            let earliestUnknown = pairs.filter { $0.covers(metric) }.compactMap(\.lastSeenDay).min()
+            let earliestUnknown = seen.map(\.lastSeen).min()
             var day = first
             var next = rows.startIndex
             while day <= last {
@@ -131,7 +132,7 @@ enum TotalsCommand: Subcommand {
                 let row = next < rows.endIndex && rows[next].key.day == day ? rows[next] : nil
                 let maybeUnknown = earliestUnknown.map { day >= $0 } ?? false
                 if everyDay || row != nil || maybeUnknown {
-                    body(day, row, maybeUnknown ? SourceSync.silentSources(pairs, metric: metric, day: day) : [])
+                    body(day, row, maybeUnknown ? seen.filter { day >= $0.lastSeen } : [])
                     day = day.adding(days: 1)
                 } else {
                     // Jump to the next row, or to the first day that may be unknown.

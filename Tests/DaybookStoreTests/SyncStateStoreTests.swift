@@ -101,7 +101,8 @@ import Testing
         } // (closed here)
         let paths = (0...2).map { scratch.path + "/" + Shard.fileName(topic: "health-samples", partition: $0) }
         _ = try Shard(path: paths[1], topic: "health-samples", partition: 1, fingerprint: fingerprint, lockTimeout: .seconds(1))
-        let gaps = try ShardReader(directory: scratch.path).syncStateGaps()
+        let gaps = try ShardReader(directory: scratch.path).forEachSyncPair { _ in }
+        #expect(gaps.shards == 3)
         #expect(gaps.missing == [paths[2]])
         #expect(gaps.partial.map(\.path) == [paths[1]] && gaps.partial.map(\.from) == [500])
     }
