@@ -71,9 +71,13 @@ public struct Sample: Hashable, Sendable {
     public var value: Double
     /// IANA identifier of the zone the sample was recorded in.
     public var zone: String
+    /// The producer's version of this uuid (0 … Int64.max; absent in the log means 0). An
+    /// add replaces the sample in force only if its version is at least as high; among
+    /// overlapping samples of one rank the higher version wins (`Guides/Dedupe.md`).
+    public var version: Int64
 
     public init(user: String, uuid: String, metric: Metric, source: String,
-                start: Instant, end: Instant, value: Double, zone: String) {
+                start: Instant, end: Instant, value: Double, zone: String, version: Int64 = 0) {
         self.user = user
         self.uuid = uuid
         self.metric = metric
@@ -82,6 +86,7 @@ public struct Sample: Hashable, Sendable {
         self.end = end
         self.value = value
         self.zone = zone
+        self.version = version
     }
 
     /// True for a point measurement (start == end).

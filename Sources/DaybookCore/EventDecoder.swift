@@ -23,6 +23,7 @@ public struct EventError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidUTF8 = "invalid_utf8"
         case duplicateKey = "duplicate_key"
         case notNormalized = "not_nfc"
+        case badVersion = "bad_version"
     }
 
     public var code: Code
@@ -57,15 +58,19 @@ public struct EventDecoder: Sendable {
         // else (including every invalid line) goes the general way, which names the fault.
         if let fields = FastEventReader.read(bytes) { return try validate(fields) }
         let json: JSONValue
+        var integers: [String: Int64]? = [:]
         do {
-            json = try JSONParser.parse(bytes)
+            json = try JSONParser.parse(bytes, exactIntegers: &integers)
         } catch {
             throw EventError(syntax: error)
         }
-        return try decode(json)
+        return try decode(json, exactIntegers: integers ?? [:])
     }
 
-    public func decode(_ json: JSONValue) throws(EventError) -> Event {
+    /// Decodes a parsed event. `exactIntegers` holds the exact values of its integer
+    /// literals by path (`JSONParser.parse(_:exactIntegers:)`); without it a
+    /// `sample.version` above 2⁵³ is refused rather than rounded.
+    public func decode(_ json: JSONValue, exactIntegers: [String: Int64] = [:]) throws(EventError) -> Event {
         guard case .object = json else {
             throw EventError(code: .wrongType, field: nil, message: "an event must be a JSON object, got \(json.summary)")
         }
@@ -85,7 +90,7 @@ public struct EventDecoder: Sendable {
             guard case .object = sample else {
                 throw EventError(code: .wrongType, field: "sample", message: "must be an object, got \(sample.summary)")
             }
-            return .sampleAdded(try decodeSample(sample, user: user))
+            return .sampleAdded(try decodeSample(sample, user: user, exactIntegers: exactIntegers))
         case "sample-deleted":
             return try deletion(user: user, uuid: try nonEmpty(json, "uuid", path: "uuid"))
         case "source-checked-in":
@@ -125,7 +130,7 @@ public struct EventDecoder: Sendable {
         return CheckIn(user: user, source: source, at: at, metrics: metrics)
     }
 
-    private func decodeSample(_ s: JSONValue, user: String) throws(EventError) -> Sample {
+    private func decodeSample(_ s: JSONValue, user: String, exactIntegers: [String: Int64]) throws(EventError) -> Sample {
         let uuid = try nonEmpty(s, "uuid", path: "sample.uuid")
         let metricName = try string(s, "metric", path: "sample.metric")
         let source = try string(s, "source", path: "sample.source") // emptiness: validateSample, after the metric
@@ -144,8 +149,26 @@ public struct EventDecoder: Sendable {
         }
         let unit = try string(s, "unit", path: "sample.unit")
         let zone = try string(s, "zone", path: "sample.zone")
+        let version: Int64
+        switch s["version"] {
+        case nil, .null?:
+            version = 0
+        case .number(let d)?:
+            if let exact = exactIntegers["sample.version"] {
+                version = exact
+            } else if d >= 0, d < 9_007_199_254_740_992, d == d.rounded(.towardZero) {
+                version = Int64(d) // exact in a Double (a caller without exactIntegers)
+            } else {
+                throw EventError.badVersion(JSONWriter.number(d))
+            }
+        case .nonFinite(let text)?:
+            throw EventError.badVersion(text)
+        case let other?:
+            throw EventError(code: .wrongType, field: "sample.version",
+                             message: "must be an integer from 0 to \(Int64.max), got \(other.summary)")
+        }
         return try validateSample(SampleFields(user: user, uuid: uuid, metric: metricName, source: source, start: start,
-                                               end: end, value: raw, unit: unit, zone: zone))
+                                               end: end, value: raw, unit: unit, zone: zone, version: version))
     }
 
     /// The members of a sample with their JSON types already checked.
@@ -153,6 +176,7 @@ public struct EventDecoder: Sendable {
         var user, uuid, metric, source, start, end: String
         var value: Double
         var unit, zone: String
+        var version: Int64 = 0
     }
 
     /// The rules of a sample that are about values, not JSON shape; shared by both readers.
@@ -210,7 +234,7 @@ public struct EventDecoder: Sendable {
                              message: "\(JSONWriter.number(raw)) \(f.unit) is more than one sample of \(metric.rawValue) can hold (at most \(JSONWriter.number(metric.maximumPerSample)) \(metric.canonicalUnit))")
         }
         return Sample(user: f.user, uuid: f.uuid, metric: metric, source: f.source,
-                      start: start, end: end, value: value, zone: f.zone)
+                      start: start, end: end, value: value, zone: f.zone, version: f.version)
     }
 
     /// What the fast reader found in a well-shaped line.
@@ -265,5 +289,13 @@ public struct EventDecoder: Sendable {
         } catch {
             throw EventError(code: .badTime, field: path, message: "\(JSONWriter.quoted(text)) \(error.reason)")
         }
+    }
+}
+
+extension EventError {
+    /// A `sample.version` that is a number but not an integer from 0 to Int64.max.
+    static func badVersion(_ text: String) -> EventError {
+        EventError(code: .badVersion, field: "sample.version",
+                   message: "\(text) is not a version; use an integer from 0 to \(Int64.max), written without a sign, fraction or exponent")
     }
 }

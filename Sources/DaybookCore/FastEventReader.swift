@@ -54,6 +54,7 @@ enum FastEventReader {
     private static func readSample(_ r: inout JSONParser.Reader) -> EventDecoder.SampleFields? {
         var uuid: String?, metric: String?, source: String?, start: String?, end: String?, unit: String?, zone: String?
         var value: Double?
+        var version: Int64 = 0
         var seen = Members()
         let ok = object(&r) { key, r in
             if key.is("uuid") { guard seen.first(0) else { return false }; uuid = string(&r); return uuid != nil }
@@ -69,11 +70,35 @@ enum FastEventReader {
                 value = d
                 return true
             }
+            if key.is("version") {
+                guard seen.first(8), let v = integer(&r) else { return false }
+                version = v
+                return true
+            }
             return seen.firstUnknown(key.string) && skip(&r, depth: 2) // the sample's members are one level deeper
         }
         guard ok, let uuid, let metric, let source, let start, let end, let value, let unit, let zone else { return nil }
         return EventDecoder.SampleFields(user: "", uuid: uuid, metric: metric, source: source, start: start, end: end,
-                                         value: value, unit: unit, zone: zone)
+                                         value: value, unit: unit, zone: zone, version: version)
+    }
+
+    /// A non-negative integer literal that fits in an Int64 (digits only, no leading zero
+    /// before another digit, not followed by a fraction or exponent), or nil: the general
+    /// path then decides, and names the fault.
+    private static func integer(_ r: inout JSONParser.Reader) -> Int64? {
+        let start = r.i
+        var n: Int64 = 0
+        while r.i < r.bytes.count, r.bytes[r.i] >= 48, r.bytes[r.i] <= 57 {
+            let (m, o1) = n.multipliedReportingOverflow(by: 10)
+            let (a, o2) = m.addingReportingOverflow(Int64(r.bytes[r.i] - 48))
+            guard !o1, !o2 else { return nil }
+            n = a
+            r.i += 1
+        }
+        let digits = r.i - start
+        guard digits > 0, !(digits > 1 && r.bytes[start] == 48) else { return nil }
+        if r.i < r.bytes.count, r.bytes[r.i] == 46 || r.bytes[r.i] == 101 || r.bytes[r.i] == 69 { return nil }
+        return n
     }
 
     /// The members of one object seen so far, to give up on a repeated one (the tree reader

@@ -68,11 +68,23 @@ public struct JSONParser {
     }
 
     public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+        var ignored: [String: Int64]? = nil
+        return try parse(bytes, exactIntegers: &ignored)
+    }
+
+    /// Parses like `parse(_:)` and, when `exactIntegers` is not nil, adds to it the exact
+    /// value of every non-negative integer literal (no fraction, no exponent) that fits in
+    /// an Int64, under its member path (`sample.version`): a Double holds integers exactly
+    /// only up to 2⁵³.
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>,
+                             exactIntegers: inout [String: Int64]?) throws(JSONSyntaxError) -> JSONValue {
         var parser = Reader(bytes: bytes)
+        parser.exactIntegers = exactIntegers
         parser.skipSpace()
         let value = try parser.value(depth: 0)
         parser.skipSpace()
         guard parser.i == bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+        exactIntegers = parser.exactIntegers
         return value
     }
 
@@ -81,6 +93,8 @@ public struct JSONParser {
         var i = 0
         /// The member names and array indices leading to the value being read.
         var path: [String] = []
+        /// Exact non-negative integer literals by path, when asked for (`parse(_:exactIntegers:)`).
+        var exactIntegers: [String: Int64]?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -330,6 +344,11 @@ public struct JSONParser {
                 let e = i
                 while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
                 guard i > e else { throw fail("invalid number: no digits in the exponent") }
+            }
+            // Up to 19 digits the mantissa is exact (< 10¹⁹ < 2⁶⁴).
+            if simple, !negative, exactIntegers != nil, digits <= 19, let exact = Int64(exactly: mantissa) {
+                let key = pathText ?? ""
+                exactIntegers?[key] = exact
             }
             if simple && digits <= 15 {
                 let d = Double(mantissa)

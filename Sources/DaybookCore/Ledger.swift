@@ -59,6 +59,9 @@ public final class Ledger {
     /// in-memory ledger; a cached ledger counts only what passed through it).
     public private(set) var liveSampleCount = 0
 
+    /// `sample-added` events ignored because the sample in force had a higher version.
+    public private(set) var staleResendCount = 0
+
     /// Users in the cache.
     public var cachedUserCount: Int { users.count }
 
@@ -188,9 +191,13 @@ public final class Ledger {
 
     /// Applies one event of the log.
     ///
+    /// A `sample-added` replaces the sample in force of its uuid if its version is at least
+    /// the one in force; a lower version is a stale re-send, ignored and counted in
+    /// `staleResendCount`. A deleted uuid stays deleted.
+    ///
     /// - Parameter position: the event's position in the log. Positions must increase
-    ///   along each user's events (a line number, or a Kafka offset within a partition);
-    ///   the latest position wins ties between samples of the same source.
+    ///   along each uuid's events (a line number, or a Kafka offset within a partition);
+    ///   they identify the version in force and never decide a total.
     /// - Returns: the (user, metric, day) keys whose rows may have changed.
     @discardableResult
     public func apply(_ event: Event, at position: Int64) -> Set<DayKey> {
@@ -209,9 +216,13 @@ public final class Ledger {
             let state = user(sample.user)
             if case .tombstoned? = state.uuids[sample.uuid] { return false }
             let record = makeRecord(sample, seq: position)
-            if case .live(let metric, let seq)? = state.uuids[sample.uuid] {
-                if metric == sample.metric, let existing = state.metrics[metric]?.records[seq],
-                   existing.sameContent(as: record) {
+            if case .live(let metric, let seq)? = state.uuids[sample.uuid],
+               let existing = state.metrics[metric]?.records[seq] {
+                if sample.version < existing.version {
+                    staleResendCount += 1
+                    return false // A stale re-send: the version in force is newer.
+                }
+                if metric == sample.metric, existing.sameContent(as: record) {
                     return false // Redelivery of the version in force: nothing changes.
                 }
                 remove(uuid: sample.uuid, from: state, userID: sample.user, dirty: &dirty)
@@ -292,7 +303,7 @@ public final class Ledger {
         return true
     }
     private func makeRecord(_ s: Sample, seq: Int64) -> Record {
-        Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq,
+        Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq, version: s.version,
                source: intern(source: s.source), zone: intern(zone: s.zone), uuid: s.uuid)
     }
 
@@ -409,7 +420,7 @@ public final class Ledger {
             if include?(day) ?? true { byDay[day, default: []].append(i) }
         }
         return byDay.map { day, indices in
-            let ordered = indices.sorted { records[$0].seq < records[$1].seq }
+            let ordered = indices.sorted { records[$0].precedesInSumOrder(records[$1]) }
             var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
             for i in ordered {
                 lo = min(lo, records[i].value)
@@ -656,7 +667,7 @@ public enum StoredEntry: Sendable, Equatable {
 
 extension Record {
     func sameContent(as other: Record) -> Bool {
-        start == other.start && end == other.end && value == other.value
+        start == other.start && end == other.end && value == other.value && version == other.version
             && source == other.source && zone == other.zone && uuid == other.uuid
     }
 }

@@ -3,8 +3,11 @@ struct Record {
     var start: Int64
     var end: Int64
     var value: Double
-    /// Log position of the version in force; later wins ties between equal ranks.
+    /// Log position of the version in force: the record's identity in the ledger, never an
+    /// input to the arithmetic (the totals do not depend on where in the log a sample sits).
     var seq: Int64
+    /// The producer's version of the sample (`Sample.version`).
+    var version: Int64
     /// Interned source id (index into the ledger's source table).
     var source: Int32
     /// Interned zone id (index into the ledger's zone table).
@@ -12,6 +15,29 @@ struct Record {
     var uuid: String
 
     var isInstant: Bool { start == end }
+
+    /// The tie-break between two samples of the same rank: the higher version, then the
+    /// later start, the later end, the larger value, the greater uuid (UTF-8 byte order).
+    /// Health Connect's order (lastModifiedTime, start, end, value) made total by the uuid,
+    /// so the winner is a function of the samples alone, never of their order in the log.
+    @inline(__always)
+    func outranksAtSameRank(_ other: Record) -> Bool {
+        if version != other.version { return version > other.version }
+        if start != other.start { return start > other.start }
+        if end != other.end { return end > other.end }
+        if value != other.value { return value > other.value }
+        return other.uuid.utf8.lexicographicallyPrecedes(uuid.utf8)
+    }
+
+    /// A fixed order of the samples of one (user, metric) that does not depend on the log:
+    /// by start, end and uuid (unique among them). Sums run in this order, so that any two
+    /// computations of a day agree to the bit.
+    @inline(__always)
+    func precedesInSumOrder(_ other: Record) -> Bool {
+        if start != other.start { return start < other.start }
+        if end != other.end { return end < other.end }
+        return uuid.utf8.lexicographicallyPrecedes(other.uuid.utf8)
+    }
 }
 
 /// A stretch of the timeline won by one interval sample.
@@ -34,7 +60,8 @@ struct InstantOutcome {
 /// the timeline each sample wins, and attributes them to civil days.
 ///
 /// Rules (see `Guides/Dedupe.md`): every instant of time is won by exactly one covering
-/// interval sample, the highest-ranked, then the latest in the log; the winner contributes
+/// interval sample, the highest-ranked, then by `Record.outranksAtSameRank` (version,
+/// start, end, value, uuid); the winner contributes
 /// `value × piece / its length`. An instantaneous sample counts in full unless an interval
 /// of a strictly higher-ranked source covers it or a better instant shares its moment.
 ///
@@ -51,7 +78,7 @@ struct TimelineResolver {
     func beats(_ a: Int, _ b: Int) -> Bool {
         let ra = rank(records[a].source), rb = rank(records[b].source)
         if ra != rb { return ra < rb }
-        return records[a].seq > records[b].seq
+        return records[a].outranksAtSameRank(records[b])
     }
 
     /// The runs of the timeline, in time order, with adjacent runs of one winner merged.
@@ -155,7 +182,7 @@ struct WinnerHeap {
 }
 
 /// Collects what each record contributes to each civil day, then sums per day in a fixed
-/// order (by log position) so that any two computations of a day agree to the bit.
+/// order (`Record.precedesInSumOrder`) so that any two computations of a day agree to the bit.
 struct DayAttribution {
     /// (day, record, nanoseconds); nanoseconds == -1 marks an instant counted in full.
     private var pieces: [(day: Int32, record: Int, nanos: Int64)] = []
@@ -183,7 +210,7 @@ struct DayAttribution {
     /// Per day: the total and per-source contributions (in source-id order).
     func totals(records: [Record]) -> [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] {
         let sorted = pieces.sorted { a, b in
-            a.day != b.day ? a.day < b.day : records[a.record].seq < records[b.record].seq
+            a.day != b.day ? a.day < b.day : records[a.record].precedesInSumOrder(records[b.record])
         }
         var out: [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] = []
         var i = 0

@@ -105,6 +105,14 @@ public final class Shard {
                                  metrics INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user, source)) WITHOUT ROWID;
         INSERT INTO meta (key, value) SELECT 'sync_state_from', CAST(max(next_offset) AS TEXT) FROM progress HAVING max(next_offset) > 0;
         """),
+        // Sample versions (`Sample.version`): events before them had none, which is version
+        // 0, so every stored sample is right as it stands. Rows computed before this broke
+        // same-rank ties by log position; meta.tie_break_rule_from marks a shard that
+        // holds such rows, and `ShardProjection` recomputes them from its samples on open.
+        ("005-sample-versions", """
+        ALTER TABLE entries ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        INSERT INTO meta (key, value) SELECT 'rows_before_versions', '1' FROM totals LIMIT 1;
+        """),
     ]
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
@@ -238,7 +246,7 @@ public final class Shard {
 
     // MARK: The ledger's store
 
-    private static let entryColumns = "metric, source, start_ns, end_ns, value, zone, seq"
+    private static let entryColumns = "metric, source, start_ns, end_ns, value, zone, seq, version"
 
     private func sample(_ row: Statement, user: String, uuid: String, from column: Int32) throws -> Sample {
         guard let metric = Metric(storageCode: Int(row.int64(column))) else {
@@ -246,7 +254,7 @@ public final class Shard {
         }
         return Sample(user: user, uuid: uuid, metric: metric, source: try name(row.int64(column + 1)),
                       start: Instant(nanoseconds: row.int64(column + 2)), end: Instant(nanoseconds: row.int64(column + 3)),
-                      value: row.double(column + 4), zone: try name(row.int64(column + 5)))
+                      value: row.double(column + 4), zone: try name(row.int64(column + 5)), version: row.int64(column + 7))
     }
 
     // MARK: Names of sources and zones
@@ -316,9 +324,9 @@ public final class Shard {
         var added: [(String, Int64)] = []
         try database.inTransaction {
             let upsert = try database.statement("""
-                INSERT INTO entries (user, uuid, metric, source, start_ns, end_ns, value, zone, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO entries (user, uuid, metric, source, start_ns, end_ns, value, zone, seq, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user, uuid) DO UPDATE SET metric = excluded.metric, source = excluded.source, start_ns = excluded.start_ns,
-                  end_ns = excluded.end_ns, value = excluded.value, zone = excluded.zone, seq = excluded.seq
+                  end_ns = excluded.end_ns, value = excluded.value, zone = excluded.zone, seq = excluded.seq, version = excluded.version
                 """)
             var longest = maxSpan
             var ids = try loadNames()
@@ -342,13 +350,14 @@ public final class Shard {
                 try upsert.bind(7, s.value)
                 try upsert.bind(8, try id(s.zone))
                 try upsert.bind(9, seq)
+                try upsert.bind(10, s.version)
                 try upsert.run()
                 longest = max(longest, s.end.nanoseconds - s.start.nanoseconds)
             }
             // A tombstone replaces the sample: a row without a metric.
             let tombstone = try database.statement("""
                 INSERT INTO entries (user, uuid) VALUES (?, ?) ON CONFLICT (user, uuid) DO UPDATE SET metric = NULL,
-                  source = NULL, start_ns = NULL, end_ns = NULL, value = NULL, zone = NULL, seq = NULL
+                  source = NULL, start_ns = NULL, end_ns = NULL, value = NULL, zone = NULL, seq = NULL, version = 0
                 """)
             for (user, uuid) in batch.deletes {
                 try tombstone.bind(1, user)

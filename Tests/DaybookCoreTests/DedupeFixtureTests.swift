@@ -300,20 +300,112 @@ import Testing
         #expect(value(rollup(events), "2024-05-06") == 1050)
     }
 
-    @Test func sameSourceOverlapGoesToTheLatestInTheLog() {
-        // Two watch samples over 09:00–10:00: 600 then 900. The later (900) wins the hour;
-        // the phone 09:30–10:30 300 keeps 10:00–10:30 = 150 → 1050 (naive 1800, max 900).
-        let events = [
-            added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC"),
-            added("b", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 900, zone: "UTC"),
-            added("p", "phone", "2024-05-06T09:30:00Z", "2024-05-06T10:30:00Z", 300, zone: "UTC"),
+    @Test func sameSourceOverlapGoesToTheSampleNotTheLogPosition() {
+        // Two watch samples over 09:00–10:00, a 600 and b 900, both version 0: same version,
+        // start and end, so the larger value (b, 900) wins the hour in either log order; the
+        // phone 09:30–10:30 300 keeps 10:00–10:30 = 150 → 1050 (naive 1800, max 900).
+        let a = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        let b = added("b", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 900, zone: "UTC")
+        let p = added("p", "phone", "2024-05-06T09:30:00Z", "2024-05-06T10:30:00Z", 300, zone: "UTC")
+        expectDiscriminating([a, b, p], total: 1050)
+        #expect(value(rollup([a, b, p]), "2024-05-06") == 1050)
+        #expect(value(rollup([b, a, p]), "2024-05-06") == 1050)
+        #expect(value(rollup([p, b, a]), "2024-05-06") == 1050)
+        // A re-send of a with a higher version (1) now outranks b: 700 + 150 = 850, wherever
+        // it sits after a's first version (naive over uuids 700 + 900 + 300 = 1900, max 900).
+        let a1 = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 700, zone: "UTC", version: 1)
+        expectDiscriminating([a, b, p, a1], total: 850)
+        #expect(value(rollup([a, b, p, a1]), "2024-05-06") == 850)
+        #expect(value(rollup([a, a1, b, p]), "2024-05-06") == 850)
+        // The same re-send at version 0 is a tie on version, start and end; b's larger value
+        // keeps the hour: 1050 as before, though a now holds 750.
+        let a0 = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 750, zone: "UTC")
+        #expect(value(rollup([a, b, p, a0]), "2024-05-06") == 1050)
+    }
+
+    @Test func publishingTwiceIsPublishingOnce() {
+        // The three lines, all phone 08:00–09:00: A 100, A 200 (a same-version edit:
+        // the later of A's own events is in force), B 500; plus C phone 08:30–09:30 600.
+        // 08:00–08:30: A (200) and B (500) tie on version, start and end; B's larger value
+        // wins: 250. 08:30–09:30: C starts later than B and wins: 600. 850, for the log once
+        // and for the log twice (before versions, twice moved A to the end of the log and
+        // printed 100 + 100 + 300 = 500). Naive over uuids 200 + 500 + 600 = 1300, max 600.
+        let log = [
+            added("A", "phone", "2024-05-06T08:00:00Z", "2024-05-06T09:00:00Z", 100, zone: "UTC"),
+            added("A", "phone", "2024-05-06T08:00:00Z", "2024-05-06T09:00:00Z", 200, zone: "UTC"),
+            added("B", "phone", "2024-05-06T08:00:00Z", "2024-05-06T09:00:00Z", 500, zone: "UTC"),
+            added("C", "phone", "2024-05-06T08:30:00Z", "2024-05-06T09:30:00Z", 600, zone: "UTC"),
         ]
-        expectDiscriminating(events, total: 1050)
-        #expect(value(rollup(events), "2024-05-06") == 1050)
-        // Re-sending a changed version of a moves it to the end of the log: now it wins.
-        // 750 + 150 = 900.
-        let edited = events + [added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 750, zone: "UTC")]
-        #expect(value(rollup(edited), "2024-05-06") == 900)
+        expectDiscriminating(log, total: 850)
+        #expect(value(rollup(log), "2024-05-06") == 850)
+        #expect(value(rollup(log + log), "2024-05-06") == 850)
+    }
+
+    @Test func aLowerVersionIsAStaleResend() {
+        // a v3 600 over 09:00–10:00, then a stale re-send a v2 900 (a retry that lost a race):
+        // ignored and counted. The phone 09:30–10:30 300 keeps 10:00–10:30 = 150 → 750
+        // (naive over uuids, the last line of each, 900 + 300 = 1200, max 900). An equal
+        // version replaces: a v3 800 → 950.
+        let v3 = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC", version: 3)
+        let v2 = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 900, zone: "UTC", version: 2)
+        let p = added("p", "phone", "2024-05-06T09:30:00Z", "2024-05-06T10:30:00Z", 300, zone: "UTC")
+        expectDiscriminating([v3, v2, p], total: 750)
+        #expect(value(rollup([v3, v2, p]), "2024-05-06") == 750)
+        let ledger = Ledger()
+        for (i, e) in [v3, v2, p].enumerated() { ledger.apply(e, at: Int64(i)) }
+        #expect(ledger.staleResendCount == 1)
+        let v3b = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 800, zone: "UTC", version: 3)
+        #expect(value(rollup([v3, v2, p, v3b]), "2024-05-06") == 950)
+    }
+
+    @Test func sameRankTiesGoToVersionThenStartThenEndThenValueThenUUID() {
+        // Each pair overlaps on the watch alone; the right answer is the winner's share of
+        // the overlap plus the loser's share outside it.
+        // 1. version: x v1 09:00–10:00 600 beats y v0 09:30–10:30 1000 (later start, larger
+        //    value): x 600 + y keeps 10:00–10:30 = 500 → 1100 (naive 1600, max 1000).
+        // 1b. both at version 0, y starts later and wins 09:30–10:30: x keeps 09:00–09:30 =
+        //    300, + 1000 = 1300 (naive 1600, max 1000).
+        let x1 = added("x", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC", version: 1)
+        let y0 = added("y", "watch", "2024-05-06T09:30:00Z", "2024-05-06T10:30:00Z", 1000, zone: "UTC")
+        expectDiscriminating([x1, y0], total: 1100)
+        #expect(value(rollup([x1, y0]), "2024-05-06") == 1100)
+        #expect(value(rollup([y0, x1]), "2024-05-06") == 1100)
+        let x0 = added("x", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        expectDiscriminating([x0, y0], total: 1300)
+        #expect(value(rollup([x0, y0]), "2024-05-06") == 1300)
+        #expect(value(rollup([y0, x0]), "2024-05-06") == 1300)
+        // 2. end: same start 09:00, s ends 10:00 (600), t ends 09:30 (900): s ends later and
+        //    wins the whole hour: 600 (t is covered). Naive 1500, max 900.
+        let s = added("s", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        let t = added("t", "watch", "2024-05-06T09:00:00Z", "2024-05-06T09:30:00Z", 900, zone: "UTC")
+        expectDiscriminating([s, t], total: 600)
+        #expect(value(rollup([t, s]), "2024-05-06") == 600)
+        #expect(value(rollup([s, t]), "2024-05-06") == 600)
+        // 3. uuid: same version, times and value: the greater uuid in byte order ("b" > "a")
+        //    wins. The total is 600 whichever wins (no total can tell them apart), so this
+        //    asserts the winner, through `explain`, in both log orders.
+        let ua = added("a", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        let ub = added("b", "watch", "2024-05-06T09:00:00Z", "2024-05-06T10:00:00Z", 600, zone: "UTC")
+        for order in [[ua, ub], [ub, ua]] {
+            let ledger = Ledger()
+            for (i, e) in order.enumerated() { ledger.apply(e, at: Int64(i)) }
+            let day = DayKey(user: "ana", metric: .steps, day: CivilDay("2024-05-06")!)
+            #expect(ledger.explain(day).pieces.map(\.winner.uuid) == ["b"])
+        }
+    }
+
+    @Test func instantsAtOneMomentTieOnVersionThenValueThenUUID() {
+        // Three phone instants at 12:00: i1 v0 40, i2 v0 70, i3 v1 10. i3 has the highest version
+        // and alone counts: 10 (naive 120, max 70). Without i3, i2's larger value counts: 70 in
+        // either order (an order check only: that total is the max).
+        let i1 = added("i1", "phone", "2024-05-06T12:00:00Z", "2024-05-06T12:00:00Z", 40, zone: "UTC")
+        let i2 = added("i2", "phone", "2024-05-06T12:00:00Z", "2024-05-06T12:00:00Z", 70, zone: "UTC")
+        let i3 = added("i3", "phone", "2024-05-06T12:00:00Z", "2024-05-06T12:00:00Z", 10, zone: "UTC", version: 1)
+        expectDiscriminating([i1, i2, i3], total: 10)
+        #expect(value(rollup([i1, i2, i3]), "2024-05-06") == 10)
+        #expect(value(rollup([i3, i2, i1]), "2024-05-06") == 10)
+        #expect(value(rollup([i2, i1]), "2024-05-06") == 70)
+        #expect(value(rollup([i1, i2]), "2024-05-06") == 70)
     }
 
     @Test func unlistedSourcesRankBelowListedOnesInCodePointOrder() {

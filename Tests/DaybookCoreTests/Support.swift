@@ -3,10 +3,10 @@ import Testing
 
 /// Builds a sample-added event from RFC 3339 strings (fixtures only: traps on a typo).
 func added(_ uuid: String, _ source: String, _ start: String, _ end: String, _ value: Double,
-           metric: Metric = .steps, zone: String = "Europe/Berlin", user: String = "ana") -> Event {
+           metric: Metric = .steps, zone: String = "Europe/Berlin", user: String = "ana", version: Int64 = 0) -> Event {
     .sampleAdded(Sample(user: user, uuid: uuid, metric: metric, source: source,
                         start: try! Instant(rfc3339: start), end: try! Instant(rfc3339: end),
-                        value: value, zone: zone))
+                        value: value, zone: zone, version: version))
 }
 
 func deleted(_ uuid: String, user: String = "ana") -> Event { .sampleDeleted(user: user, uuid: uuid) }
