@@ -68,9 +68,9 @@ public struct EventDecoder: Sendable {
     }
 
     /// Decodes a parsed event. `exactIntegers` holds the exact values of its integer
-    /// literals by path (`JSONParser.parse(_:exactIntegers:)`); without it a
-    /// `sample.version` above 2⁵³ is refused rather than rounded.
-    public func decode(_ json: JSONValue, exactIntegers: [String: Int64] = [:]) throws(EventError) -> Event {
+    /// literals by path, as `JSONParser.parse(_:exactIntegers:)` gives them: a
+    /// `sample.version` is read from there (a Double holds integers exactly only to 2⁵³).
+    public func decode(_ json: JSONValue, exactIntegers: [String: Int64]) throws(EventError) -> Event {
         guard case .object = json else {
             throw EventError(code: .wrongType, field: nil, message: "an event must be a JSON object, got \(json.summary)")
         }
@@ -154,13 +154,9 @@ public struct EventDecoder: Sendable {
         case nil, .null?:
             version = 0
         case .number(let d)?:
-            if let exact = exactIntegers["sample.version"] {
-                version = exact
-            } else if d >= 0, d < 9_007_199_254_740_992, d == d.rounded(.towardZero) {
-                version = Int64(d) // exact in a Double (a caller without exactIntegers)
-            } else {
-                throw EventError.badVersion(JSONWriter.number(d))
-            }
+            // Not there: a sign, a fraction, an exponent, or more than Int64 holds.
+            guard let exact = exactIntegers["sample.version"] else { throw EventError.badVersion(JSONWriter.number(d)) }
+            version = exact
         case .nonFinite(let text)?:
             throw EventError.badVersion(text)
         case let other?:

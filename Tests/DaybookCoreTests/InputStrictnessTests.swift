@@ -54,8 +54,9 @@ import Testing
     func general(_ bytes: [UInt8]) -> Result<Event, EventError> {
         bytes.withUnsafeBufferPointer { b in
             do throws(JSONSyntaxError) {
-                let tree = try JSONParser.parse(b)
-                return Result { () throws(EventError) in try EventDecoder().decode(tree) }
+                var integers: [String: Int64]? = [:]
+                let tree = try JSONParser.parse(b, exactIntegers: &integers)
+                return Result { () throws(EventError) in try EventDecoder().decode(tree, exactIntegers: integers ?? [:]) }
             } catch {
                 return .failure(EventError(syntax: error))
             }

@@ -41,8 +41,9 @@ func decodeBothWays(_ bytes: UnsafeBufferPointer<UInt8>) -> Event? {
     let decoder = EventDecoder()
     let production = Result { () throws(EventError) in try decoder.decode(bytes) }
     let tree: Result<Event, EventError>?
-    switch Result(catching: { () throws(JSONSyntaxError) in try JSONParser.parse(bytes) }) {
-    case .success(let json): tree = Result { () throws(EventError) in try decoder.decode(json) }
+    var integers: [String: Int64]? = [:]
+    switch Result(catching: { () throws(JSONSyntaxError) in try JSONParser.parse(bytes, exactIntegers: &integers) }) {
+    case .success(let json): tree = Result { () throws(EventError) in try decoder.decode(json, exactIntegers: integers ?? [:]) }
     case .failure: tree = nil
     }
     switch (production, tree) {
