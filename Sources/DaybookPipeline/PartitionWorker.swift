@@ -44,6 +44,7 @@ final class PartitionWorker {
         var reread = 0
         var deadLetters = 0
         var rowsChanged = 0
+        var staleResends = 0
         /// The (user, metric, day) rows this batch recomputed.
         var changedKeys: [DayKey] = []
     }
@@ -94,6 +95,7 @@ final class PartitionWorker {
         outcome.applied = result.applied
         outcome.deadLetters = deadLetters.count
         outcome.rowsChanged = result.rows.count
+        outcome.staleResends = result.staleResends
         outcome.changedKeys = Array(result.rows.keys)
         if !deadLetters.isEmpty { deadLettersPending = true }
         return outcome

@@ -92,6 +92,7 @@ public struct ProjectorSummary: Sendable {
     public var reread: Int { statistics.reread }
     public var deadLetters: Int { statistics.deadLetters }
     public var rowsChanged: Int { statistics.rowsChanged }
+    public var staleResends: Int { statistics.staleResends }
     /// Polls whose messages were applied (each partition's share one transaction).
     public var batches: Int { statistics.batches }
 }
@@ -225,6 +226,10 @@ public final class Projector: RebalanceHandler {
                               fingerprint: priority.fingerprint, lockTimeout: .zero)
         try checkCluster(shard)
         let worker = PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: options.cacheBytes)
+        let recomputed = try worker.projection.recomputeRowsBeforeVersions()
+        if recomputed > 0 {
+            logger.info("partition \(partition): \(recomputed) rows written before sample versions recomputed from the shard's samples")
+        }
         worker.stopOffset = options.stopOffsets[partition]
         forgetOutbox(partition)
         logger.info("partition \(partition): shard at offset \(shard.nextOffset)")
@@ -575,6 +580,7 @@ public final class Projector: RebalanceHandler {
                     statistics.reread += outcome.reread
                     statistics.deadLetters += outcome.deadLetters
                     statistics.rowsChanged += outcome.rowsChanged
+                    statistics.staleResends += outcome.staleResends
                     appliedSinceProgress += outcome.applied + outcome.deadLetters
                     if recordChangedKeys { summary.changedKeys.formUnion(outcome.changedKeys) }
                 }

@@ -13,6 +13,9 @@ public struct ProjectorStatistics: Sendable {
     public var reread = 0
     /// (user, metric, day) rows recomputed.
     public var rowsChanged = 0
+    /// `sample-added` events ignored as stale re-sends: their uuid's sample in force has a
+    /// higher version (counted among `applied`: they were read and judged, not lost).
+    public var staleResends = 0
     /// One observation per batch: a poll's messages applied to their shards (partitions
     /// in parallel, one transaction each), in seconds.
     public var batchSeconds = Histogram(upperBounds: Histogram.secondsFromMillisecondToHalfMinute)

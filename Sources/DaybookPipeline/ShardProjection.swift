@@ -23,6 +23,9 @@ public final class ShardProjection {
     /// What one batch changed.
     public struct Outcome {
         public var applied = 0
+        /// `sample-added` events ignored because their uuid's sample in force had a higher
+        /// version (`Ledger.staleResendCount`).
+        public var staleResends = 0
         /// The recomputed rows (nil: the day has no data any more).
         public var rows: [DayKey: DayTotal?] = [:]
     }
@@ -36,6 +39,34 @@ public final class ShardProjection {
     /// `sample-added` showed its source alive, for the sync state (`SourceSync`).
     public func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter] = [],
                       rereadBelow: Int64 = .min, nextPosition: Int64) throws -> Outcome {
+        try apply(events, deadLetters: deadLetters, rereadBelow: rereadBelow, nextPosition: nextPosition, recordingSync: true)
+    }
+
+    /// Recomputes every row of a shard written before sample versions
+    /// (`Shard.holdsRowsBeforeVersions`) from its stored samples, page by page through the
+    /// cache (memory stays bounded), then clears the mark; nothing to do on any other
+    /// shard. Each stored sample is re-read at its own position (`Ledger.reapply`), which
+    /// changes no sample and recomputes every day it can touch, so the rows become what a
+    /// rebuild from the log gives. Interrupted, it starts over on the next open.
+    /// - Returns: the rows recomputed (0 when there was nothing to do).
+    @discardableResult
+    public func recomputeRowsBeforeVersions(pageSize: Int = 5_000) throws -> Int {
+        guard try shard.holdsRowsBeforeVersions() else { return 0 }
+        var cursor: (user: String, uuid: String)?
+        var rows = 0
+        while true {
+            let page = try shard.storedSamples(after: cursor, limit: pageSize)
+            guard let last = page.last else { break }
+            cursor = (last.sample.user, last.sample.uuid)
+            let events = page.map { (event: Event.sampleAdded($0.sample), position: $0.seq, deliveredAt: Instant?.none) }
+            rows += try apply(events, deadLetters: [], rereadBelow: .max, nextPosition: shard.nextOffset, recordingSync: false).rows.count
+        }
+        try shard.markRowsRecomputed()
+        return rows
+    }
+
+    private func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter],
+                       rereadBelow: Int64, nextPosition: Int64, recordingSync: Bool) throws -> Outcome {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
@@ -47,6 +78,7 @@ public final class ShardProjection {
         }
         var outcome = Outcome()
         var dirty = Set<DayKey>()
+        let staleBefore = ledger.staleResendCount
         for (event, position, deliveredAt) in events {
             let changed = position < rereadBelow ? ledger.reapply(event, at: position, dirty: &dirty)
                                                  : ledger.apply(event, at: position, dirty: &dirty)
@@ -58,11 +90,12 @@ public final class ShardProjection {
             case .sourceCheckedIn:
                 break
             }
-            if let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
+            if recordingSync, let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
                 batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
             }
             outcome.applied += 1
         }
+        outcome.staleResends = ledger.staleResendCount - staleBefore
         batch.rows = ledger.recompute(dirty)
         do {
             try shard.commit(batch)

@@ -107,8 +107,9 @@ public final class Shard {
         """),
         // Sample versions (`Sample.version`): events before them had none, which is version
         // 0, so every stored sample is right as it stands. Rows computed before this broke
-        // same-rank ties by log position; meta.tie_break_rule_from marks a shard that
-        // holds such rows, and `ShardProjection` recomputes them from its samples on open.
+        // same-rank ties by log position; meta.rows_before_versions marks a shard that holds
+        // such rows, and the projector recomputes them from its samples when it opens it
+        // (`ShardProjection.recomputeRowsBeforeVersions`).
         ("005-sample-versions", """
         ALTER TABLE entries ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
         INSERT INTO meta (key, value) SELECT 'rows_before_versions', '1' FROM totals LIMIT 1;
@@ -556,6 +557,39 @@ public final class Shard {
             }
             read.reset()
         }
+    }
+
+    // MARK: Rows from before sample versions
+
+    /// Whether the shard holds rows computed before sample versions, when same-rank ties
+    /// went to the later log position (migration 005 marks such a shard). Its samples are
+    /// right as they stand (no event had a version, and the latest add of each uuid is in
+    /// force under both rules); only the rows must be recomputed from them.
+    public func holdsRowsBeforeVersions() throws -> Bool {
+        try database.statement("SELECT 1 FROM meta WHERE key = 'rows_before_versions'").firstRow { _ in true } ?? false
+    }
+
+    /// Once every row has been recomputed from the samples.
+    public func markRowsRecomputed() throws {
+        try database.execute("DELETE FROM meta WHERE key = 'rows_before_versions'")
+    }
+
+    /// The stored samples after (`user`, `uuid`) in key order, at most `limit`, each with
+    /// its log position: a cursor that holds no statement open between pages.
+    public func storedSamples(after cursor: (user: String, uuid: String)?, limit: Int) throws -> [(sample: Sample, seq: Int64)] {
+        let read = try database.statement("""
+            SELECT user, uuid, \(Shard.entryColumns) FROM entries
+            WHERE metric IS NOT NULL AND (user, uuid) > (?1, ?2) ORDER BY user, uuid LIMIT ?3
+            """)
+        try read.bind(1, cursor?.user ?? "")
+        try read.bind(2, cursor?.uuid ?? "")
+        try read.bind(3, limit)
+        var out: [(sample: Sample, seq: Int64)] = []
+        while try read.step() {
+            out.append((try sample(read, user: read.text(0), uuid: read.text(1), from: 2), read.int64(8)))
+        }
+        read.reset()
+        return out
     }
 
     public func deadLetterCount() throws -> Int {

@@ -85,6 +85,8 @@ struct ProjectorMetrics {
         m.counter("daybook_dead_letters_total", help: "Invalid messages recorded as dead letters since the projector started.", value: s.deadLetters, labels: t)
         m.counter("daybook_messages_skipped_total", help: "Messages skipped because their shard had already applied them (redelivered after a seek or rebalance), since the projector started.",
                   value: s.skipped, labels: t)
+        m.counter("daybook_stale_resends_total", help: "sample-added events ignored since the projector started because their uuid's sample in force has a higher version.",
+                  value: s.staleResends, labels: t)
         m.counter("daybook_row_updates_total", help: "Per-day total rows (user, metric, day) recomputed since the projector started.", value: s.rowsChanged, labels: t)
         m.histogram("daybook_batch_duration_seconds", help: "Time to apply one poll's messages to their shards (partitions in parallel, one transaction each).",
                     s.batchSeconds, labels: t)

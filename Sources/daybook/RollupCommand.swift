@@ -50,6 +50,9 @@ enum RollupCommand: Subcommand {
             let shard = try Shard(directory: scratch.path, topic: "rollup", partition: 0, fingerprint: config.priority.fingerprint)
             let projection = ShardProjection(shard: shard, priority: config.priority, cacheBudgetBytes: config.cacheMegabytes << 20)
             rejected = try load(input, into: projection)
+            if projection.ledger.staleResendCount > 0 {
+                printError("\(projection.ledger.staleResendCount) stale re-sends ignored (a sample-added whose uuid's sample in force has a higher version)")
+            }
             // Rows are streamed out of the shard in order: memory does not grow with them either.
             try ShardReader(directory: scratch.path).forEachTotal(inShardAt: shard.path) { out.line($0.jsonLine) }
         } catch let error as DatabaseError {
