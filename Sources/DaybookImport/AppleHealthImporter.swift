@@ -18,11 +18,22 @@ import Foundation
 /// The uuid depends neither on `--zone` nor on `--source-map`: importing again with a
 /// corrected zone or mapping replaces the samples instead of adding to them.
 ///
+/// Each event carries a `version`: `HKMetadataKeySyncVersion` when it is a non-negative
+/// integer, else the record's `creationDate` in milliseconds since 1970 (0 before 1970 or
+/// without one). Records that share an id (writers reuse `HKMetadataKeySyncIdentifier` for
+/// unrelated records) collapse into the one of the highest version, the last of them in the
+/// file on a tie: a record whose id was already seen at a higher version is not written,
+/// and one written earlier at a lower or equal version is replaced by the later one (the
+/// event format's version rule). The summary counts them (`collapsedRecords`). So the
+/// totals never depend on the order of records, and importing under another `--zone` gives
+/// what a clean import under it gives.
+///
 /// Every line is checked by `EventDecoder` before it is handed out, so it obeys every rule
 /// of the event format; a record that breaks one is counted under the rule's code and skipped.
 ///
 /// Memory: 8 bytes per distinct record for the occurrence numbers (a set of 64-bit
-/// fingerprints), plus the summary's small tables.
+/// fingerprints), 16 per distinct metadata id for its highest version, plus the summary's
+/// small tables.
 public struct AppleHealthImporter {
     public struct Options: Sendable {
         public var user: String
@@ -62,6 +73,8 @@ public struct AppleHealthImporter {
     private let defaultRules: ZoneRules?
     private var seen = Set<UInt64>()
     private var repeats: [UInt64: Int] = [:]
+    /// The highest version seen of each metadata id (by a fingerprint of its uuid).
+    private var highestVersions: [UInt64: Int64] = [:]
 
     /// Checks the options: the user must be a non-empty NFC id, the zone an IANA name.
     public init(options: Options) throws(ImportOptionError) {
@@ -97,6 +110,7 @@ public struct AppleHealthImporter {
         let end = ExportTime.instant(endText)
         let value = AppleHealthImporter.number(valueText)
         let uuid = self.uuid(r, type: type, sourceName: sourceName, unit: unit, start: start, end: end, value: value)
+        let version = AppleHealthImporter.version(r)
 
         guard let start, let end else {
             let bad = start == nil ? ("startDate", startText) : ("endDate", endText)
@@ -120,12 +134,17 @@ public struct AppleHealthImporter {
             if summary.firstMissingZoneLine == nil { summary.firstMissingZoneLine = r.line }
             return .missingZone
         }
+        let idKey = r.externalUUID != nil || r.syncIdentifier != nil ? AppleHealthImporter.fingerprint(uuid) : nil
+        if let idKey, let highest = highestVersions[idKey], version < highest {
+            summary.collapsedRecords += 1 // a higher version of its id was written already
+            return .skipped
+        }
         let (source, clue) = options.sourceMap.source(name: sourceName, version: r.sourceVersion, device: r.device,
                                                        userEntered: r.wasUserEntered == "1")
         let line = AppleHealthImporter.line(user: options.user, uuid: uuid, metric: metric, source: source,
                                             start: start.format(offsetSeconds: rules.offsetSeconds(at: start)),
                                             end: end.format(offsetSeconds: rules.offsetSeconds(at: end)),
-                                            value: value, unit: unit, zone: zone)
+                                            value: value, unit: unit, zone: zone, version: version)
         let sample: Sample
         do {
             guard case .sampleAdded(let s) = try decoder.decode(line) else { return reject(r, "internal", "not a sample") }
@@ -133,7 +152,12 @@ public struct AppleHealthImporter {
         } catch {
             return reject(r, error.code.rawValue, error.description)
         }
+        if let idKey {
+            if highestVersions[idKey] != nil { summary.collapsedRecords += 1 } // the one written before is replaced
+            highestVersions[idKey] = version
+        }
         summary.count(sample, zoneFromMetadata: fromMetadata, clue: clue, sourceName: sourceName, sourceVersion: r.sourceVersion)
+        if r.syncVersion.flatMap(AppleHealthImporter.syncVersion) != nil { summary.versionsFromMetadata += 1 }
         return .event(line: line, sample: sample)
     }
 
@@ -144,8 +168,31 @@ public struct AppleHealthImporter {
 
     /// A `sample-added` line in format version 1, with the record's own unit.
     static func line(user: String, uuid: String, metric: Metric, source: String, start: String, end: String,
-                     value: Double, unit: String, zone: String) -> String {
-        "{\"type\":\"sample-added\",\"user\":\(JSONWriter.quoted(user)),\"sample\":{\"uuid\":\"\(uuid)\",\"metric\":\"\(metric.rawValue)\",\"source\":\(JSONWriter.quoted(source)),\"start\":\"\(start)\",\"end\":\"\(end)\",\"value\":\(JSONWriter.number(value)),\"unit\":\(JSONWriter.quoted(unit)),\"zone\":\(JSONWriter.quoted(zone))}}"
+                     value: Double, unit: String, zone: String, version: Int64) -> String {
+        "{\"type\":\"sample-added\",\"user\":\(JSONWriter.quoted(user)),\"sample\":{\"uuid\":\"\(uuid)\",\"metric\":\"\(metric.rawValue)\",\"source\":\(JSONWriter.quoted(source)),\"start\":\"\(start)\",\"end\":\"\(end)\",\"value\":\(JSONWriter.number(value)),\"unit\":\(JSONWriter.quoted(unit)),\"zone\":\(JSONWriter.quoted(zone)),\"version\":\(version)}}"
+    }
+
+    /// A record's version: `HKMetadataKeySyncVersion` when it is an integer ≥ 0, else its
+    /// `creationDate` in ms since 1970 (0 before 1970, or without a readable one).
+    static func version(_ r: ExportRecord) -> Int64 {
+        if let v = r.syncVersion.flatMap(syncVersion) { return v }
+        guard let created = r.creationDate.flatMap(ExportTime.instant) else { return 0 }
+        return max(0, created.nanoseconds / 1_000_000)
+    }
+
+    /// `HKMetadataKeySyncVersion` as an integer ≥ 0 (writers store an integer, some as
+    /// `2.0`), or nil.
+    static func syncVersion(_ text: String) -> Int64? {
+        if let v = Int64(text), v >= 0 { return v }
+        guard let d = Double(text), d >= 0, d < 9_007_199_254_740_992, d == d.rounded(.towardZero) else { return nil }
+        return Int64(d)
+    }
+
+    /// FNV-1a of a uuid's text.
+    static func fingerprint(_ uuid: String) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        for c in uuid.utf8 { h = (h ^ UInt64(c)) &* 0x0000_0100_0000_01B3 }
+        return h
     }
 
     /// A plain decimal (`523`, `0.0372`, `1.5e3`, `-2`); no hex, `nan` or `inf`.
@@ -194,8 +241,7 @@ public struct AppleHealthImporter {
             name += f.utf8
         }
         let first = NameUUID.v5(namespace: NameUUID.appleHealth, name: name)
-        var fingerprint: UInt64 = 0xCBF2_9CE4_8422_2325 // FNV-1a of the uuid: a collision only numbers a record 1, harmlessly
-        for c in first.utf8 { fingerprint = (fingerprint ^ UInt64(c)) &* 0x0000_0100_0000_01B3 }
+        let fingerprint = AppleHealthImporter.fingerprint(first) // a collision only numbers a record 1, harmlessly
         if seen.insert(fingerprint).inserted { return first }
         let occurrence = repeats[fingerprint, default: 0] + 1
         repeats[fingerprint] = occurrence

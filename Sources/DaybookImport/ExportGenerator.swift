@@ -22,8 +22,10 @@ public struct ExportGenerator {
         /// In the metric's canonical unit, as the event format converts it.
         public var value: Double
         public var zone: String
-        /// Records with the same id are one sample: the later replaces the earlier.
+        /// Records with the same id are one sample: the highest version, the later on a tie.
         public var id: String?
+        /// The event's version: the record's HKMetadataKeySyncVersion, else creationDate in ms.
+        public var version: Int64 = 0
     }
 
     /// Zone of records without `HKTimeZone` metadata: pass it as `--zone`.
@@ -115,6 +117,7 @@ public struct ExportGenerator {
         if let zone { metadata.append(("HKTimeZone", zone)) }
         let (unit, factor, raw) = value(for: metric)
         var name: String, version: String, device: String?, source: String, id: String? = nil
+        var syncVersion: Int64?
         switch sourceRoll {
         case 0..<4:
             (name, version, source) = ("Ana’s Apple Watch", "10.4", "watch")
@@ -128,16 +131,19 @@ public struct ExportGenerator {
         default:
             (name, version, source, device) = ("Sleep &amp; Steps", "3.1", "sleep-steps", nil)
             if rng.below(2) == 0 {
-                id = "sync-\(rng.below(40))" // a few ids reused: a later record replaces an earlier one
+                id = "sync-\(rng.below(40))" // a few ids reused: the highest version (the later on a tie) wins
                 metadata.append(("HKMetadataKeySyncIdentifier", id ?? ""))
-                metadata.append(("HKMetadataKeySyncVersion", "1"))
+                syncVersion = Int64(1 + rng.below(3))
+                metadata.append(("HKMetadataKeySyncVersion", String(syncVersion ?? 0)))
             }
         }
         if metric == .heartRate, rng.below(2) == 0 { metadata.append(("HKMetadataKeyHeartRateMotionContext", "1")) }
+        let created = end + Int64(rng.below(3_600))
         let xml = recordXML(type: type(of: metric), name: name, version: version, device: device, unit: unit,
-                            created: end + Int64(rng.below(3_600)), start: start, end: end, value: raw, metadata: metadata)
+                            created: created, start: start, end: end, value: raw, metadata: metadata)
         let truth = Truth(metric: metric, source: source, start: start, end: end, value: (Double(raw) ?? 0) * factor,
-                          zone: zone ?? defaultZone, id: id.map { "\(type(of: metric))|\(name)|\($0)" })
+                          zone: zone ?? defaultZone, id: id.map { "\(type(of: metric))|\(name)|\($0)" },
+                          version: syncVersion ?? created * 1_000)
         return (xml, truth)
     }
 

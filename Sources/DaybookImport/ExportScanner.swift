@@ -19,6 +19,8 @@ public struct ExportRecord: Equatable, Sendable {
     public var timeZone: String?
     public var externalUUID: String?
     public var syncIdentifier: String?
+    /// `HKMetadataKeySyncVersion`: the writer's version of the record with that identifier.
+    public var syncVersion: String?
     /// `HKWasUserEntered` metadata ("1" for a value typed in by hand).
     public var wasUserEntered: String?
     /// Why the record's text could not be read (an unknown entity, bytes that are not
@@ -233,6 +235,7 @@ public struct ExportScanner {
                 case "HKTimeZone": record.timeZone = value
                 case "HKExternalUUID": record.externalUUID = value
                 case "HKMetadataKeySyncIdentifier": record.syncIdentifier = value
+                case "HKMetadataKeySyncVersion": record.syncVersion = value
                 default: record.wasUserEntered = value
                 }
             }
@@ -245,7 +248,8 @@ public struct ExportScanner {
         if !selfClosing { stack.append(name) }
     }
 
-    static let metadataKeys: Set<String> = ["HKTimeZone", "HKExternalUUID", "HKMetadataKeySyncIdentifier", "HKWasUserEntered"]
+    static let metadataKeys: Set<String> = ["HKTimeZone", "HKExternalUUID", "HKMetadataKeySyncIdentifier", "HKMetadataKeySyncVersion",
+                                            "HKWasUserEntered"]
 
     /// An attribute value's text, or nil with `problem` set (the first problem is kept).
     private static func decode(_ raw: UnsafeBufferPointer<UInt8>, _ problem: inout String?) -> String? {

@@ -25,6 +25,11 @@ public struct ImportSummary: Equatable, Sendable {
     public var idsFromMetadata = 0
     /// Records identical to an earlier one (numbered by occurrence, kept distinct).
     public var repeatedRecords = 0
+    /// Records that share an HKExternalUUID/HKMetadataKeySyncIdentifier with another and
+    /// collapsed into the one of the highest version (not written, or replaced by a later one).
+    public var collapsedRecords = 0
+    /// Events whose version is their record's `HKMetadataKeySyncVersion` (the rest: its creationDate).
+    public var versionsFromMetadata = 0
     public var earliest: Instant?
     public var latest: Instant?
 
@@ -106,6 +111,7 @@ public struct ImportSummary: Equatable, Sendable {
             lines.append("HKTimeZone values that are not IANA zones (used --zone instead): \(parts.joined(separator: ", "))")
         }
         lines.append("ids: \(NumberText.grouped(idsFromMetadata)) from HKExternalUUID/HKMetadataKeySyncIdentifier, the rest derived from each record's fields; \(NumberText.grouped(repeatedRecords)) records repeat an earlier one exactly and are numbered by occurrence")
+        lines.append("versions: \(NumberText.grouped(versionsFromMetadata)) events from HKMetadataKeySyncVersion, the rest from creationDate; \(NumberText.grouped(collapsedRecords)) records collapsed into a higher (or, on a tie, later) version of their id")
         if let earliest, let latest {
             lines.append("time span: \(earliest) to \(latest) (UTC)")
         }
