@@ -228,7 +228,8 @@ public final class Projector: RebalanceHandler {
         let worker = PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: options.cacheBytes)
         let recomputed = try worker.projection.recomputeRowsBeforeVersions()
         if recomputed > 0 {
-            logger.info("partition \(partition): \(recomputed) rows written before sample versions recomputed from the shard's samples")
+            // Once per shard, on the first open after an upgrade: worth saying without --verbose.
+            logger.warning("partition \(partition): \(recomputed) rows written before sample versions recomputed from the shard's samples (same-rank ties now go by version, not log position)")
         }
         worker.stopOffset = options.stopOffsets[partition]
         forgetOutbox(partition)
