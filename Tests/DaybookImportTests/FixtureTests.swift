@@ -110,6 +110,10 @@ import Testing
         #expect(s.byMetric[.steps] == ["watch": 4, "phone": 8, "manual": 1])
         #expect(s.idsFromMetadata == 3)
         #expect(s.repeatedRecords == 1)
+        // The two Lose It! records share "lose-it-42" at HKMetadataKeySyncVersion 1 and 2: the
+        // second replaces the first.
+        #expect(s.collapsedRecords == 1)
+        #expect(s.versionsFromMetadata == 2)
         #expect(s.earliest == (try Instant(rfc3339: "2024-01-10T08:00:00Z")))
         #expect(s.latest == (try Instant(rfc3339: "2024-07-20T12:30:00Z")))
         let text = s.render(destination: "written")
