@@ -125,7 +125,7 @@ enum ProjectCommand: Subcommand {
         // The same counts as the summary line below: both are the projector's own.
         metrics?.finish(projector?.statistics ?? ProjectorStatistics())
         let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
-        printError("project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.staleResends) stale re-sends ignored, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(summary.caughtUp ? "; caught up" : "")")
+        printError("project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(summary.staleResends > 0 ? ", \(summary.staleResends) stale re-sends ignored" : "")\(summary.caughtUp ? "; caught up" : "")")
         return ExitCode.ok
     }
 }
