@@ -154,6 +154,7 @@ public final class Projector: RebalanceHandler {
         groupID = consumerConfiguration.groupID
         sessionTimeoutMilliseconds = consumerConfiguration.sessionTimeoutMilliseconds
         self.logger = logger
+        partitioner = producerConfiguration.partitioner
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         layout = try DataLayout.read(options.dataDirectory)
@@ -200,6 +201,10 @@ public final class Projector: RebalanceHandler {
     private var held: Set<Int32> = []
     /// The cluster's id, when it reports one; recorded in each shard and checked on open.
     private var clusterID: String?
+    /// The producers' partitioner (`ProducerConfiguration.partitioner`) and the topic's
+    /// partition count: every message's key is checked against its partition.
+    private let partitioner: Partitioner
+    private var partitionCount: Int?
     /// Each partition's high watermark when it was started (for lag before the first fetch).
     private var highAtStart: [Int32: Int64] = [:]
     private let groupID: String
@@ -226,6 +231,7 @@ public final class Projector: RebalanceHandler {
         try checkCluster(shard)
         let worker = PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: options.cacheBytes)
         worker.stopOffset = options.stopOffsets[partition]
+        worker.placement = partitionCount.map { (partitioner, $0) }
         forgetOutbox(partition)
         logger.info("partition \(partition): shard at offset \(shard.nextOffset)")
         return worker
@@ -473,6 +479,7 @@ public final class Projector: RebalanceHandler {
         } catch {
             throw ProjectorError(kind: .kafka, message: "\(error)")
         }
+        partitionCount = count
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
             if options.solo {
