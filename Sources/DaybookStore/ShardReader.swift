@@ -96,6 +96,8 @@ extension ShardReader {
         public let nextOffset: Int64
         /// The source priority the shard records.
         public let fingerprint: String?
+        /// The id of the Kafka cluster whose log the shard's offsets refer to, once recorded.
+        public let clusterID: String?
         let database: Database?
         private var open = true
 
@@ -105,11 +107,13 @@ extension ShardReader {
             guard let database else {
                 nextOffset = 0
                 fingerprint = nil
+                clusterID = nil
                 return
             }
             try database.execute("BEGIN")
             nextOffset = try database.statement("SELECT next_offset FROM progress").firstRow { $0.int64(0) } ?? 0
             fingerprint = try database.statement("SELECT value FROM meta WHERE key = 'priority'").firstRow { $0.text(0) }
+            clusterID = try database.statement("SELECT value FROM meta WHERE key = 'cluster_id'").firstRow { $0.text(0) }
         }
 
         deinit { end() }
@@ -122,6 +126,7 @@ extension ShardReader {
             database = nil
             nextOffset = 0
             fingerprint = nil
+            clusterID = nil
         }
 
         /// Ends the read transaction.

@@ -246,6 +246,13 @@ enum ReplayCommand: Subcommand {
         for p in partitions where !all.contains(p) {
             throw CLIError.usage("--partition \(p): \(topic) has no partition \(p): it has \(count) (0…\(count - 1))")
         }
+        // The shards' cluster and partitions, as the run's projector checks them: a dry run
+        // must refuse what the run would.
+        do {
+            try LiveLogCheck.check(directory: data, topic: topic, count: count, consumer: consumer, timeout: connectTimeout)
+        } catch {
+            throw CLIError(error)
+        }
 
         var shardOffsets: [Int32: Int64] = [:]
         do {
