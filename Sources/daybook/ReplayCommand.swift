@@ -71,7 +71,8 @@ enum ReplayCommand: Subcommand {
     not have, a start before the log's first offset); 66 DIR missing; 65 a file in DIR is
     not a shard; 69 Kafka unreachable within --connect-timeout, or the topic is missing;
     74 storage failure; 75 a shard is held by a running projector: stop it first; 76 the
-    log does not hold what a shard needs (gap, recreated topic, other cluster); 78 bad
+    log does not hold what a shard needs (gap, recreated topic, other cluster, fewer
+    partitions than the shards; --dry-run checks it too); 78 bad
     configuration, or shards built under another source priority.
 
     EXAMPLES:
