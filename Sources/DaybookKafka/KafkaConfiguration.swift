@@ -84,15 +84,17 @@ public struct ProducerConfiguration: Sendable {
     public var queueCapacity: Int = 100_000
     /// `batch.size` in bytes. Default: 1000000.
     public var batchBytes: Int = 1_000_000
+    /// `partitioner`: how every producer of the topic places a key (config
+    /// `kafka.partitioner`); the projector checks each message's partition under it.
+    /// Default: `murmur2_random`.
+    public var partitioner: Partitioner = .default
 
     public init() {}
 
     /// Properties Daybook relies on; a passthrough property may not change them.
-    static let locked: [String: String] = [
-        "enable.idempotence": "true",
-        "acks": "all",
-        "partitioner": "murmur2_random",
-    ]
+    var locked: [String: String] {
+        ["enable.idempotence": "true", "acks": "all", "partitioner": partitioner.rawValue]
+    }
 
     /// The librdkafka property map: defaults, then the connection's passthrough, then the
     /// locked properties. Throws if a passthrough property tries to change a locked one.
@@ -103,7 +105,7 @@ public struct ProducerConfiguration: Sendable {
         p["message.timeout.ms"] = String(messageTimeoutMilliseconds)
         p["queue.buffering.max.messages"] = String(queueCapacity)
         p["batch.size"] = String(batchBytes)
-        return try merge(p, connection, locked: ProducerConfiguration.locked)
+        return try merge(p, connection, locked: locked)
     }
 }
 

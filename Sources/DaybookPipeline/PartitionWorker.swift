@@ -22,6 +22,10 @@ final class PartitionWorker {
     var stopOffset: Int64?
     /// Messages from this offset up to the shard's are re-read, not skipped (`daybook replay`).
     var rereadFrom: Int64?
+    /// The producers' partitioner and the topic's partition count: an event whose user
+    /// belongs in another partition is a dead letter (`wrong_partition`), since its user's
+    /// rows would sit in two shards. nil: not checked.
+    var placement: (partitioner: Partitioner, count: Int)?
 
     /// Opening reads nothing from the shard: the cache fills as batches need it.
     init(shard: Shard, priority: SourcePriority, cacheBudgetBytes: Int) {
@@ -47,6 +51,16 @@ final class PartitionWorker {
         var staleResends = 0
         /// The (user, metric, day) rows this batch recomputed.
         var changedKeys: [DayKey] = []
+    }
+
+    /// Why an event of `user` does not belong in `partition`, or nil when it does: a user's
+    /// events all go to the partition the producers' partitioner gives the user's key.
+    static func misplacement(of user: String, in partition: TopicPartition, _ placement: (partitioner: Partitioner, count: Int)) -> String? {
+        let home = placement.partitioner.partition(ofKey: user.utf8, count: placement.count)
+        guard home != partition.partition else { return nil }
+        return "user \(JSONWriter.quoted(user)) belongs in partition \(home) of \(partition.topic) under \(placement.partitioner.rawValue) " +
+            "(\(placement.count) partitions), but this event sits in partition \(partition.partition): its rows would be split over two shards. " +
+            "Publish with the producers' partitioner (kafka.partitioner); daybook dlq replay republishes it to partition \(home)"
     }
 
     /// Applies `messages` (in offset order) and commits them as one batch.
@@ -85,6 +99,11 @@ final class PartitionWorker {
                     deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                         reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
                                                         code: "key_mismatch"))
+                    continue
+                }
+                if let placement, let reason = Self.misplacement(of: event.user, in: partition, placement) {
+                    deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                        reason: reason, code: "wrong_partition"))
                     continue
                 }
                 events.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))

@@ -155,6 +155,7 @@ public final class Projector: RebalanceHandler {
         groupID = consumerConfiguration.groupID
         sessionTimeoutMilliseconds = consumerConfiguration.sessionTimeoutMilliseconds
         self.logger = logger
+        partitioner = producerConfiguration.partitioner
         try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         layout = try DataLayout.read(options.dataDirectory)
@@ -201,6 +202,10 @@ public final class Projector: RebalanceHandler {
     private var held: Set<Int32> = []
     /// The cluster's id, when it reports one; recorded in each shard and checked on open.
     private var clusterID: String?
+    /// The producers' partitioner (`ProducerConfiguration.partitioner`) and the topic's
+    /// partition count: every message's key is checked against its partition.
+    private let partitioner: Partitioner
+    private var partitionCount: Int?
     /// Each partition's high watermark when it was started (for lag before the first fetch).
     private var highAtStart: [Int32: Int64] = [:]
     private let groupID: String
@@ -232,6 +237,7 @@ public final class Projector: RebalanceHandler {
             logger.warning("partition \(partition): \(recomputed) rows written before sample versions recomputed from the shard's samples (same-rank ties now go by version, not log position)")
         }
         worker.stopOffset = options.stopOffsets[partition]
+        worker.placement = partitionCount.map { (partitioner, $0) }
         forgetOutbox(partition)
         logger.info("partition \(partition): shard at offset \(shard.nextOffset)")
         return worker
@@ -274,13 +280,7 @@ public final class Projector: RebalanceHandler {
     private func checkCluster(_ shard: Shard) throws {
         guard let clusterID else { return }
         if let recorded = try shard.clusterID() {
-            guard recorded == clusterID else {
-                throw ProjectorError(kind: .logMismatch, message: """
-                    \(shard.path) was built from the log of Kafka cluster \(recorded), but --brokers reaches cluster \(clusterID). \
-                    Its offsets mean nothing in this cluster's log, so nothing was read. Point --brokers at cluster \(recorded), \
-                    or project this cluster into a new --data directory.
-                    """)
-            }
+            try LiveLogCheck.checkCluster(path: shard.path, recorded: recorded, reached: clusterID)
         } else {
             try shard.recordClusterID(clusterID)
         }
@@ -303,22 +303,7 @@ public final class Projector: RebalanceHandler {
     }
 
     static func check(shard: Shard, tp: TopicPartition, low: Int64, high: Int64) throws {
-        let next = shard.nextOffset
-        if next < low {
-            throw ProjectorError(kind: .logMismatch, message: """
-                \(tp): the log starts at offset \(low), but \(shard.path) needs offset \(next) next: messages \(next)..<\(low) \
-                are gone (deleted by retention, or the topic was truncated), so this projection cannot be made exact and nothing \
-                was applied past offset \(next). Keep the topic's whole history (retention.ms=-1, see topics/) and rebuild from \
-                a complete log, or restore the shards from a backup taken at or after offset \(low).
-                """)
-        }
-        if next > high {
-            throw ProjectorError(kind: .logMismatch, message: """
-                \(tp): the log ends at offset \(high), but \(shard.path) has already applied offsets up to \(next - 1): \
-                this is not the log the shard was built from (the topic was deleted and recreated, or --brokers names another \
-                cluster). Nothing was read. Point --brokers at the cluster the shard came from, or project into a new --data directory.
-                """)
-        }
+        try LiveLogCheck.checkOffset(path: shard.path, next: shard.nextOffset, tp: tp, low: low, high: high)
     }
 
     /// A batch that starts after the shard's next offset is a gap unless the log really has
@@ -479,6 +464,7 @@ public final class Projector: RebalanceHandler {
         } catch {
             throw ProjectorError(kind: .kafka, message: "\(error)")
         }
+        partitionCount = count
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
             if options.solo {

@@ -37,8 +37,9 @@ public struct LogAccess: Sendable {
 
 extension LogAccess {
     /// The topic's partition count, asked until `timeout` (a missing topic or an unreachable
-    /// cluster fails before anything is built or cleared).
-    func partitionCount(_ topic: String, timeout: Duration, logger: Logger) throws -> Int {
+    /// cluster fails before anything is built or cleared), once the live shards of
+    /// `directory` are known to come from this cluster's log (`LiveLogCheck`).
+    func checkedPartitionCount(_ topic: String, liveShardsIn directory: String, timeout: Duration, logger: Logger) throws -> Int {
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
@@ -46,11 +47,14 @@ extension LogAccess {
             throw ProjectorError(kind: .kafka, message: "\(error)")
         }
         defer { consumer.close() }
+        let count: Int
         do {
-            return try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
+            count = try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
         } catch {
             throw ProjectorError(kind: .kafka, message: "\(error)")
         }
+        try LiveLogCheck.check(directory: directory, topic: topic, count: count, consumer: consumer, timeout: timeout)
+        return count
     }
 }
 
@@ -112,7 +116,7 @@ public final class Rebuilder {
         let live = try ShardReader(directory: dir).offsets(topic: request.topic)
         try checkPriority(layout: layout, live: live)
         // The topic and the partitions asked for exist, before any staging is cleared.
-        let count = try access.partitionCount(request.topic, timeout: request.connectTimeout, logger: logger)
+        let count = try access.checkedPartitionCount(request.topic, liveShardsIn: dir, timeout: request.connectTimeout, logger: logger)
         for p in request.partitions ?? [] where !(0..<Int32(count)).contains(p) {
             throw ProjectorError(kind: .badRequest, message: "\(request.topic) has no partition \(p): it has \(count) (0…\(count - 1))")
         }

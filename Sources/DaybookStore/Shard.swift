@@ -174,6 +174,9 @@ public final class Shard {
             case notAShard
             /// The data directory is missing or is not a directory.
             case missingDirectory
+            /// One (user, metric, day) has rows in two shards: the user's events were
+            /// published to two partitions, and neither row is the day's total.
+            case splitUser
             /// A file could not be created or opened (permissions, space).
             case storage
         }

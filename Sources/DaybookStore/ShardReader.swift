@@ -51,13 +51,33 @@ public struct ShardReader: Sendable {
     }
 
     /// Matching rows of all shards, sorted by user, metric, day (the order of `daybook rollup`).
+    ///
+    /// A user lives in one partition, so each (user, metric, day) has at most one row. One
+    /// found in two shards is a `ShardError` `.splitUser` naming both, never a silent pick:
+    /// each row holds only the events of its partition.
     public func totals(_ query: Query = Query()) throws -> [DayTotal] {
-        var out: [DayTotal] = []
-        for path in try shardPaths() {
+        let paths = try shardPaths()
+        var out: [(row: DayTotal, shard: Int)] = []
+        for (index, path) in paths.enumerated() {
             guard let db = try open(path) else { continue }
-            try forEachRow(of: db, query, ordered: false) { out.append($0) }
+            try forEachRow(of: db, query, ordered: false) { out.append(($0, index)) }
         }
-        return out.sorted { $0.key < $1.key }
+        out.sort { $0.row.key < $1.row.key }
+        for i in out.indices.dropFirst() where out[i].row.key == out[i - 1].row.key {
+            throw Self.split(out[i - 1].row, in: paths[out[i - 1].shard], out[i].row, in: paths[out[i].shard], directory: directory)
+        }
+        return out.map(\.row)
+    }
+
+    static func split(_ a: DayTotal, in first: String, _ b: DayTotal, in second: String, directory: String) -> Shard.ShardError {
+        let key = a.key
+        return Shard.ShardError(.splitUser, """
+            user \(JSONWriter.quoted(key.user)) has a \(key.metric.rawValue) row for \(key.day) in two shards, \(first) and \(second): \
+            the user's events were published to two partitions (a producer with another partitioner than kafka.partitioner), \
+            so neither row is the day's total and none is printed. Rebuild (daybook rebuild --data \(directory)): the misplaced \
+            events become dead letters with code wrong_partition, and daybook dlq replay --data \(directory) republishes them \
+            to the partition they belong in.
+            """)
     }
 
     /// Every matching row of the one shard at `path`, in (user, metric, day) order, one at a
@@ -96,6 +116,8 @@ extension ShardReader {
         public let nextOffset: Int64
         /// The source priority the shard records.
         public let fingerprint: String?
+        /// The id of the Kafka cluster whose log the shard's offsets refer to, once recorded.
+        public let clusterID: String?
         let database: Database?
         private var open = true
 
@@ -105,11 +127,13 @@ extension ShardReader {
             guard let database else {
                 nextOffset = 0
                 fingerprint = nil
+                clusterID = nil
                 return
             }
             try database.execute("BEGIN")
             nextOffset = try database.statement("SELECT next_offset FROM progress").firstRow { $0.int64(0) } ?? 0
             fingerprint = try database.statement("SELECT value FROM meta WHERE key = 'priority'").firstRow { $0.text(0) }
+            clusterID = try database.statement("SELECT value FROM meta WHERE key = 'cluster_id'").firstRow { $0.text(0) }
         }
 
         deinit { end() }
@@ -122,6 +146,7 @@ extension ShardReader {
             database = nil
             nextOffset = 0
             fingerprint = nil
+            clusterID = nil
         }
 
         /// Ends the read transaction.

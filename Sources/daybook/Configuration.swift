@@ -66,6 +66,12 @@ struct DaybookConfiguration {
             switch key {
             case "bootstrap.servers": connection.bootstrapServers = try string(value, path)
             case "client.id": connection.clientID = try string(value, path)
+            case "partitioner":
+                let name = try string(value, path)
+                guard let partitioner = Partitioner(rawValue: name) else {
+                    throw ConfigurationError(field: path, message: "\(JSONWriter.quoted(name)) is not a partitioner Daybook can check; use \(Partitioner.allCases.map(\.rawValue).joined(separator: " or ")) (the one every producer of the topic uses: murmur2_random for Java clients and daybook publish, consistent_random for librdkafka's default)")
+                }
+                producer.partitioner = partitioner
             case "properties":
                 for (k, v) in try object(value, path) {
                     guard !KafkaConnection.secretProperties.contains(k) else {
@@ -112,7 +118,7 @@ struct DaybookConfiguration {
                     }
                 }
             default:
-                throw ConfigurationError(field: path, message: "unknown setting; use bootstrap.servers, client.id, properties, secrets, producer, consumer")
+                throw ConfigurationError(field: path, message: "unknown setting; use bootstrap.servers, client.id, partitioner, properties, secrets, producer, consumer")
             }
         }
     }

@@ -51,8 +51,10 @@ enum DLQCommand: Subcommand {
     projector applies it like any other. Dead letters already replayed are skipped (and
     named, when a line of --fix or an --id names them).
       Without --fix, every pending dead letter (or those of --id) is republished with its
-      payload as it is: after a validation bug was fixed, or for events a producer keyed
-      by someone else (they are now keyed by their user). Each payload must pass today's
+      payload as it is: after a validation bug was fixed, for events a producer keyed
+      by someone else (they are now keyed by their user), or for wrong_partition ones (a
+      producer on another partitioner than kafka.partitioner: the producer here uses that
+      one, so they land in the partition their user belongs in). Each payload must pass today's
       validation; one that still fails is reported as 'ID: field: reason' and not
       published — the others are — and replay exits 65.
       With --fix FILE, only the dead letters FILE names are replayed, each with the

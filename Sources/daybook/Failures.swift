@@ -11,7 +11,7 @@ extension ExitCode {
         switch kind {
         case .locked?: return tempFail
         case .priorityMismatch?: return config
-        case .notAShard?: return dataError
+        case .notAShard?, .splitUser?: return dataError
         case .missingDirectory?: return noInput
         case .storage?, nil: return ioError
         }

@@ -65,6 +65,12 @@ enum ProjectCommand: Subcommand {
     projector with exit 76 and says what to do; no offset is ever moved past an unapplied
     event, and the consumer never resets a position by itself (auto.offset.reset=error).
 
+    A user lives in one partition: each message's key is checked against its partition
+    under the producers' partitioner (kafka.partitioner: murmur2_random, the default, as
+    Java clients and daybook publish; consistent_random for librdkafka's default). A
+    message in another partition is a dead letter, code wrong_partition, naming both
+    partitions; 'daybook dlq replay' republishes it where it belongs.
+
     EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only; also
     a --metrics-file that cannot be written at start): fix it and restart; 75 a shard is
     held by another projector (exits at once); 76 the log does not hold what a shard

@@ -18,7 +18,8 @@ enum PublishCommand: Subcommand {
     EVENTS is a file of JSON lines, or - for standard input. Each line is validated with
     the same rules as 'daybook rollup'; invalid lines are reported as 'line N: reason' and
     not published. Valid lines are published unchanged, keyed by user, through an
-    idempotent producer (acks=all, lz4), and publish waits for every delivery report.
+    idempotent producer (acks=all, lz4, the partitioner of kafka.partitioner: murmur2_random
+    unless --config says consistent_random), and publish waits for every delivery report.
     A line larger than the cluster accepts (message.max.bytes, 1000000 by default) is
     rejected by number like an invalid one; every other line is still delivered.
 

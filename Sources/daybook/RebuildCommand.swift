@@ -87,7 +87,9 @@ enum RebuildCommand: Subcommand {
     EXIT CODES: 0 swapped in; 64 usage, or a --partition the topic does not have; 66 DIR
     missing; 69 Kafka unreachable or the topic missing; 74 storage failure; 75 another
     rebuild runs on DIR, or stopped before the swap (rerun to carry on); 76 the log does
-    not hold what is needed (a gap: retention deleted messages); 78 bad configuration, or
+    not hold what is needed (a gap: retention deleted messages), or is not the live
+    shards' (another cluster, fewer partitions, or it ends before a live shard's offset:
+    checked before anything is built, nothing swapped in); 78 bad configuration, or
     --partition with another priority than the live one.
 
     EXAMPLE (re-rank sources, see what changes, rebuild, check):
@@ -143,7 +145,9 @@ enum VerifyCommand: Subcommand {
 
     EXIT CODES: 0 identical; 1 some rows or sync states differ (each printed); 64 usage;
     66 DIR missing; 69 Kafka unreachable; 74 storage failure; 75 interrupted (rerun); 76
-    the log does not hold what is needed; 78 --config's priority is not the shards'
+    the log does not hold what is needed, or is not the live shards' (another cluster,
+    fewer partitions, a log that ends before a shard's offset: checked before the
+    build); 78 --config's priority is not the shards'
     (shards without a manifest).
 
     EXAMPLE:
@@ -231,8 +235,8 @@ enum DiffCommand: Subcommand {
 
     EXIT CODES: 0 done (whether or not rows would change; the count is on stderr); 64 usage
     (--config is required); 66 DIR missing; 69 Kafka unreachable; 74 storage failure; 75
-    interrupted (rerun); 76 the log does not hold what is needed;
-    78 bad configuration.
+    interrupted (rerun); 76 the log does not hold what is needed, or is not the live
+    shards' (checked before the build, as for verify); 78 bad configuration.
 
     EXAMPLE:
       daybook diff --brokers localhost:9092 --data /var/lib/daybook --config phone-first.json --format csv

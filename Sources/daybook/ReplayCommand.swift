@@ -71,7 +71,8 @@ enum ReplayCommand: Subcommand {
     not have, a start before the log's first offset); 66 DIR missing; 65 a file in DIR is
     not a shard; 69 Kafka unreachable within --connect-timeout, or the topic is missing;
     74 storage failure; 75 a shard is held by a running projector: stop it first; 76 the
-    log does not hold what a shard needs (gap, recreated topic, other cluster); 78 bad
+    log does not hold what a shard needs (gap, recreated topic, other cluster, fewer
+    partitions than the shards; --dry-run checks it too); 78 bad
     configuration, or shards built under another source priority.
 
     EXAMPLES:
@@ -245,6 +246,13 @@ enum ReplayCommand: Subcommand {
         let partitions = chosen ?? all
         for p in partitions where !all.contains(p) {
             throw CLIError.usage("--partition \(p): \(topic) has no partition \(p): it has \(count) (0…\(count - 1))")
+        }
+        // The shards' cluster and partitions, as the run's projector checks them: a dry run
+        // must refuse what the run would.
+        do {
+            try LiveLogCheck.check(directory: data, topic: topic, count: count, consumer: consumer, timeout: connectTimeout)
+        } catch {
+            throw CLIError(error)
         }
 
         var shardOffsets: [Int32: Int64] = [:]

@@ -33,7 +33,9 @@ enum TotalsCommand: Subcommand {
 
     EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
     not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
-    projector rebuilds it); 74 storage failure.
+    projector rebuilds it), or a (user, metric, day) has rows in two shards (its events were
+    published to two partitions: neither row is the total, none is printed; the message
+    names both files); 74 storage failure.
 
     EXAMPLE:
       daybook totals --data /var/lib/daybook --user ana --metric steps --from 2024-03-25 --to 2024-03-31

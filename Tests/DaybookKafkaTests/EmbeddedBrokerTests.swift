@@ -72,7 +72,7 @@ import Testing
             #expect(seq > last[key, default: -1], "\(key) out of order")
             last[key] = seq
             // Java clients place keys with murmur2: the same partition here.
-            #expect(m.topicPartition.partition == Int32(Murmur2.javaPartition(m.key, partitions: 4)))
+            #expect(m.topicPartition.partition == Partitioner.murmur2Random.partition(ofKey: m.key, count: 4))
         }
         #expect(partitionOf.count == 20)
     }
@@ -335,38 +335,5 @@ import Testing
         #expect(topics.map(\.name) == ["health-samples", "health-samples.dlq"])
         #expect(topics[0].configs["retention.ms"] == "-1")
         #expect(topics[0].partitions == 8 && topics[0].replicationFactor == 3)
-    }
-}
-
-/// Kafka's Java default partitioner: murmur2 of the key, made positive, modulo partitions.
-enum Murmur2 {
-    static func hash(_ data: [UInt8]) -> UInt32 {
-        let m: UInt32 = 0x5bd1_e995
-        var h: UInt32 = 0x9747_b28c ^ UInt32(data.count)
-        var i = 0
-        while i + 4 <= data.count {
-            var k = UInt32(data[i]) | UInt32(data[i + 1]) << 8 | UInt32(data[i + 2]) << 16 | UInt32(data[i + 3]) << 24
-            k = k &* m
-            k ^= k >> 24
-            k = k &* m
-            h = h &* m
-            h ^= k
-            i += 4
-        }
-        let rest = data.count - i
-        if rest >= 3 { h ^= UInt32(data[i + 2]) << 16 }
-        if rest >= 2 { h ^= UInt32(data[i + 1]) << 8 }
-        if rest >= 1 {
-            h ^= UInt32(data[i])
-            h = h &* m
-        }
-        h ^= h >> 13
-        h = h &* m
-        h ^= h >> 15
-        return h
-    }
-
-    static func javaPartition(_ key: [UInt8], partitions: Int) -> Int {
-        Int(hash(key) & 0x7fff_ffff) % partitions
     }
 }
