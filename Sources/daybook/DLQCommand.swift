@@ -18,13 +18,13 @@ enum DLQCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "The topic whose dead letters to read and replay to (default health-samples)."),
         OptionSpec(name: "--format", value: "F", help: "list: table (default, for people) or json (one object per line)."),
         OptionSpec(name: "--show-payload", value: nil, help: "list: show the payloads too (health data: off by default)."),
-        OptionSpec(name: "--partition", value: "P", help: "list: only these partitions (repeat it, or P,P)."),
+        OptionSpec(name: "--partition", value: "P", help: "list: only these partitions (repeat it, or P,P).", repeatable: true),
         OptionSpec(name: "--all", value: nil, help: "list: the replayed dead letters too (default: only pending ones)."),
         OptionSpec(name: "--brokers", value: "B", help: "replay: bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
         OptionSpec(name: "--config", value: "FILE", help: "replay: configuration, as for publish (kafka.properties, kafka.secrets, kafka.producer)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--fix", value: "FILE", help: "replay: repaired events, one JSON line per dead letter (see below)."),
-        OptionSpec(name: "--id", value: "ID", help: "replay: only these dead letters, P:OFFSET as list shows (repeat it, or ID,ID)."),
+        OptionSpec(name: "--id", value: "ID", help: "replay: only these dead letters, P:OFFSET as list shows (repeat it, or ID,ID).", repeatable: true),
         OptionSpec(name: "--dry-run", value: nil, help: "replay: check everything and say what would be published; publish and mark nothing."),
     ]
     static let discussion = """

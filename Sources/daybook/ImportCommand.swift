@@ -15,7 +15,7 @@ enum ImportCommand: Subcommand {
     static let options = [
         OptionSpec(name: "--user", value: "U", help: "The Daybook user the export belongs to (required)."),
         OptionSpec(name: "--zone", value: "Z", help: "IANA zone of records without HKTimeZone metadata (required if there are any)."),
-        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable)."),
+        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable).", repeatable: true),
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
         OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
@@ -118,6 +118,9 @@ enum ImportCommand: Subcommand {
         let destination: Destination
         if let out = arguments.value("--out") {
             guard !publishing else { throw CLIError.usage("give --out or --brokers, not both") }
+            if path != "-", Self.sameFile(out, path) {
+                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(TerminalText.escaped(path))): writing it would replace the export; give --out another file")
+            }
             destination = .file(out)
         } else if publishing {
             let (config, timeout) = try KafkaOptions.load(arguments, command: "import")
@@ -250,6 +253,13 @@ enum ImportCommand: Subcommand {
             }
         }
         return status
+    }
+
+    /// True when both paths name one existing file (through symlinks, or hard links).
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var x = stat(), y = stat()
+        guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
+        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
     }
 
     static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }

@@ -55,6 +55,9 @@ enum TotalsCommand: Subcommand {
                 query[keyPath: path] = day
             }
         }
+        if let from = query.from, let to = query.to, from > to {
+            throw CLIError.usage("--from \(from) is after --to \(to): the range would hold no day; give --from on or before --to")
+        }
         let format = arguments.value("--format") ?? "table"
         guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json, csv") }
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }

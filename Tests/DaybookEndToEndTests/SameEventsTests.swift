@@ -1,0 +1,78 @@
+import DaybookTestSupport
+import Foundation
+import Testing
+
+/// Issue 17, "Same events, same totals": inputs that must be refused, CSV that must not lose
+/// or inject, temporary files that must not be left behind, messages that must say what
+/// was wrong. Each test reproduces a finding against the `daybook` binary.
+@Suite struct SameEventsTests {
+    let scratch = TemporaryDirectory()
+
+    static func sample(user: String, source: String, uuid: String, value: Int = 1000, hour: Int = 9) -> String {
+        #"{"type":"sample-added","user":"# + user + #","sample":{"uuid":""# + uuid + #"","metric":"steps","source":"# + source
+            + #","start":"2024-03-02T\#(String(format: "%02d", hour)):00:00+01:00","end":"2024-03-02T\#(String(format: "%02d", hour)):30:00+01:00","value":\#(value),"unit":"count","zone":"Europe/Berlin"}}"#
+    }
+
+    /// Publishes `lines` to a fresh one-partition broker and projects them into a new data directory.
+    func project(_ lines: String) throws -> (broker: BrokerProcess, data: String) {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        let published = try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(lines)])
+        #expect(published.status == 0, "\(published.stderr)")
+        let data = scratch.newPath("data")
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(r.status == 0, "\(r.stderr)")
+        return (broker, data)
+    }
+
+    // MARK: Inputs that should be refused
+
+    @Test(arguments: [
+        (["totals", "--data", "a", "--data", "b"], "--data is given twice ('a' and 'b'); it takes one value: give it once"),
+        (["rollup", "x.jsonl", "--config", "a.json", "--config=b.json"], "--config is given twice ('a.json' and 'b.json')"),
+        (["import", "apple-health", "x.xml", "--user", "ana", "--user", "bob"], "--user is given twice ('ana' and 'bob')"),
+        (["stale", "--data", "d", "--now", "2024-01-01T00:00:00Z", "--now", "2024-01-02T00:00:00Z"], "--now is given twice"),
+    ])
+    func aSingleValueOptionGivenTwiceExits64NamingIt(arguments: [String], message: String) throws {
+        let r = try Daybook.run(arguments)
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test func repeatableOptionsStillRepeat() throws {
+        let missing = scratch.newPath("data")
+        // Past the parser: the missing directory is what stops them.
+        let list = try Daybook.run(["dlq", "list", "--data", missing, "--partition", "0", "--partition", "1"])
+        #expect(list.status == 66, "\(list.stderr)")
+        let replay = try Daybook.run(["dlq", "replay", "--data", missing, "--dry-run", "--id", "0:1", "--id", "0:2"])
+        #expect(replay.status == 66, "\(replay.stderr)")
+        let xml = scratch.newPath("export") + ".xml"
+        #expect(try Daybook.run(["import", "generate", "--megabytes", "1", "--days", "2", "--out", xml]).status == 0)
+        let mapped = try Daybook.run(["import", "apple-health", xml, "--user", "ana", "--zone", "Europe/Berlin",
+                                      "--source-map", "name:Apple Watch=watch", "--source-map", "name:iPhone=phone"])
+        #expect(mapped.status == 0, "\(mapped.stderr)")
+    }
+
+    @Test func totalsFromAfterToExits64() throws {
+        let r = try Daybook.run(["totals", "--data", scratch.path, "--from", "2024-03-05", "--to", "2024-03-01"])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--from 2024-03-05 is after --to 2024-03-01: the range would hold no day; give --from on or before --to"), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+        #expect(try Daybook.run(["totals", "--data", scratch.path, "--from", "2024-03-01", "--to", "2024-03-01"]).status == 0)
+    }
+
+    @Test func importOutOntoItsOwnInputExits64AndWritesNothing() throws {
+        let xml = scratch.newPath("export") + ".xml"
+        #expect(try Daybook.run(["import", "generate", "--megabytes", "1", "--days", "2", "--out", xml]).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: xml))
+        let link = scratch.newPath("link") + ".xml"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: xml)
+        for (input, out) in [(xml, xml), (xml, link), (link, xml)] {
+            let r = try Daybook.run(["import", "apple-health", input, "--user", "ana", "--zone", "Europe/Berlin", "--out", out])
+            #expect(r.status == 64, "\(input) → \(out): \(r.stderr)")
+            #expect(r.stderr.contains("--out \(out) is the export being imported (\(input)): writing it would replace the export; give --out another file"), "\(r.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: xml)) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted() == [xml, link].map { ($0 as NSString).lastPathComponent }.sorted())
+    }
+}
