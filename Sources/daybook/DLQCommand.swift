@@ -215,7 +215,7 @@ enum DLQCommand: Subcommand {
             only = []
             for text in values {
                 guard let id = DeadLetterID(text) else {
-                    throw CLIError.usage("--id '\(TerminalText.escaped(text))' is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. 3:1234)")
+                    throw CLIError.usage("--id '\(TerminalText.escaped(text))' is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. 3:1234, no leading zeros)")
                 }
                 only?.insert(id)
             }

@@ -75,4 +75,50 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: xml)) == before)
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted() == [xml, link].map { ($0 as NSString).lastPathComponent }.sorted())
     }
+
+    @Test(arguments: [
+        (#"{"priority":{"default":[]}}"#, "priority.default: is an empty list, which would rank every source by name alone"),
+        (#"{"priority":{"steps":[]}}"#, "priority.steps: is an empty list"),
+        (#"{"priority":{"default":[" watch","phone"]}}"#, #"priority.default[0]: " watch" has white space at its start or end; write the source name exactly as the samples give it"#),
+        (#"{"priority":{"default":["phone","watch\t"]}}"#, #"priority.default[1]: "watch\t" holds a control character"#),
+        (#"{"priority":{"default":["wa\u0007tch"]}}"#, #"priority.default[0]: "wa\u0007tch" holds a control character"#),
+        (#"{"freshness":{"sources":{"phone ":{"threshold":"6h"}}}}"#, #"freshness.sources: "phone " has white space at its start or end"#),
+    ])
+    func priorityListsAndSourceNamesThatCannotBeMeantExit78(config: String, message: String) throws {
+        let events = try scratch.file(Self.sample(user: #""ana""#, source: #""watch""#, uuid: "w1") + "\n")
+        let r = try Daybook.run(["rollup", events, "--config", try scratch.file(config, suffix: ".json")])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test func deadLetterIdsAreTakenOnlyInCanonicalForm() throws {
+        let missing = scratch.newPath("data")
+        for id in ["02:1", "2:01", "+2:1", "2:1 "] {
+            let r = try Daybook.run(["dlq", "replay", "--data", missing, "--dry-run", "--id", id])
+            #expect(r.status == 64, "\(id): \(r.stderr)")
+            #expect(r.stderr.contains("--id '\(id)' is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. 3:1234, no leading zeros)"), "\(r.stderr)")
+        }
+        let fix = try scratch.file(#"{"id":"02:1","event":{}}"# + "\n")
+        let r = try Daybook.run(["dlq", "replay", "--data", missing, "--dry-run", "--fix", fix])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains(#"id: "02:1" is not a dead-letter id"#) || r.status == 66, "\(r.stderr)")
+    }
+
+    @Test func secretsPastedIntoKafkaSecretsAreNeverEchoed() throws {
+        let events = try scratch.file(Self.sample(user: #""ana""#, source: #""watch""#, uuid: "w1") + "\n")
+        let pasted = try scratch.file(#"{"kafka":{"secrets":{"sasl.password":"hunter2-Xy!9"}}}"#, suffix: ".json")
+        for command in [["publish", "--config", pasted, events], ["rollup", events, "--config", pasted]] {
+            let r = try Daybook.run(command)
+            #expect(r.status == 78, "\(r.stderr)")
+            #expect(r.stderr.contains("kafka.secrets.sasl.password: is not the name of an environment variable"), "\(r.stderr)")
+            #expect(!r.stderr.contains("hunter2"), "\(r.stderr)")
+        }
+        // A name that could be one, but is not set: not shown either (it may be a secret too).
+        let unset = try scratch.file(#"{"kafka":{"secrets":{"sasl.password":"hunter2secret"}}}"#, suffix: ".json")
+        let r = try Daybook.run(["publish", "--config", unset, events])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("kafka.secrets.sasl.password: the environment variable it names is not set"), "\(r.stderr)")
+        #expect(!r.stderr.contains("hunter2"), "\(r.stderr)")
+    }
 }
