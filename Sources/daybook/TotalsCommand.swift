@@ -88,11 +88,11 @@ enum TotalsCommand: Subcommand {
             for group in groups {
                 group.forEachDay(everyDay: false) { day, row, unknown in
                     guard row != nil || !unknown.isEmpty else { return }
-                    let silent = TerminalText.csvField(unknown.map(\.source).joined(separator: ";"))
+                    let silent = TerminalText.csvField(TerminalText.csvList(unknown.map { ($0.source, nil) }))
                     let lead = "\(TerminalText.csvField(group.user)),\(group.metric.rawValue),\(day)"
                     switch row?.summary {
                     case .cumulative(let v, let shares)?:
-                        let s = shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ";")
+                        let s = TerminalText.csvList(shares.map { ($0.source, DayTotal.format($0.value)) })
                         out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(silent)")
                     case .discrete(let lo, let hi, let avg, let n)?:
                         out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(silent)")
@@ -194,7 +194,7 @@ enum TotalsCommand: Subcommand {
             return
         }
         for group in groups {
-            out.line("\(TerminalText.escaped(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
+            out.line("\(TerminalText.cell(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
             group.forEachDay(everyDay: true) { day, row, unknown in
                 let silent = unknown.map { "\(TerminalText.escaped($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
                 switch row?.summary {

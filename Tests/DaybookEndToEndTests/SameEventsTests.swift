@@ -121,4 +121,75 @@ import Testing
         #expect(r.stderr.contains("kafka.secrets.sasl.password: the environment variable it names is not set"), "\(r.stderr)")
         #expect(!r.stderr.contains("hunter2"), "\(r.stderr)")
     }
+
+    // MARK: CSV
+
+    @Test func csvKeepsBytesQuotesFieldsNeutralisesFormulasAndParsesBack() throws {
+        let lines = [
+            Self.sample(user: #""a\nb""#, source: #""watch""#, uuid: "n1", value: 100),
+            Self.sample(user: #""a\\u{A}b""#, source: #""watch""#, uuid: "n2", value: 200),
+            Self.sample(user: #""=HYPERLINK(\"http://x\",\"y\")""#, source: #""watch""#, uuid: "h1", value: 300),
+            Self.sample(user: #""'quoted""#, source: #""-x=1;y\\z""#, uuid: "q1", value: 400, hour: 11),
+            Self.sample(user: #""'quoted""#, source: #""watch""#, uuid: "q2", value: 500),
+            Self.sample(user: #""solo""#, source: #""-x=1;y\\z""#, uuid: "s1", value: 600),
+        ].joined(separator: "\n") + "\n"
+        let (broker, data) = try project(lines)
+        defer { _ = broker.stop() }
+        let r = try Daybook.run(["totals", "--data", data, "--format", "csv"])
+        #expect(r.status == 0, "\(r.stderr)")
+        // Sorted by user bytes: "'quoted" < "=HYPERLINK" < "a\nb" < "a\\u{A}b". The two a…b ids
+        // stay two different rows; "'quoted" gets a ' too, so that one leading ' is always ours;
+        // the sources cell escapes = ; \ in names; none of it written as \u{A}.
+        #expect(r.stdout == """
+        user,metric,day,value,min,max,avg,count,sources,unknown
+        "''quoted",steps,2024-03-02,900,,,,,watch=500;-x\\=1\\;y\\\\z=400,
+        "'=HYPERLINK(""http://x"",""y"")",steps,2024-03-02,300,,,,,watch=300,
+        "a\nb",steps,2024-03-02,100,,,,,watch=100,
+        a\\u{A}b,steps,2024-03-02,200,,,,,watch=200,
+        solo,steps,2024-03-02,600,,,,,"'-x\\=1\\;y\\\\z=600",
+
+        """, "\(r.stdout)")
+        // Read back: every user id and every source name exactly.
+        let records = Self.parseCSV(r.stdout)
+        #expect(records.map(\.[0]).dropFirst().map(Self.unneutralise) == ["'quoted", #"=HYPERLINK("http://x","y")"#, "a\nb", #"a\u{A}b"#, "solo"])
+        #expect(Self.sources(Self.unneutralise(records[1][8])).map { "\($0.name) \($0.value)" } == ["watch 500", #"-x=1;y\z 400"#])
+        #expect(Self.sources(Self.unneutralise(records[5][8])).map { "\($0.name) \($0.value)" } == [#"-x=1;y\z 600"#])
+        // json is unchanged: the ids as JSON writes them.
+        let json = try Daybook.run(["totals", "--data", data, "--format", "json"])
+        #expect(json.stdout.contains(#"{"user":"a\nb","metric":"steps","day":"2024-03-02","value":100}"#), "\(json.stdout)")
+    }
+
+    /// RFC 4180 records (quoted fields may hold `,`, `""` and line breaks).
+    static func parseCSV(_ text: String) -> [[String]] {
+        var records: [[String]] = [], field = "", record: [String] = [], quoted = false
+        var chars = Array(text)[...]
+        while let c = chars.popFirst() {
+            if quoted {
+                if c == "\"" {
+                    if chars.first == "\"" { field.append("\""); chars.removeFirst() } else { quoted = false }
+                } else { field.append(c) }
+            } else if c == "\"" { quoted = true }
+            else if c == "," { record.append(field); field = "" }
+            else if c == "\n" { record.append(field); records.append(record); record = []; field = "" }
+            else { field.append(c) }
+        }
+        return records
+    }
+
+    /// A text cell as written, without the `'` the writer put in front.
+    static func unneutralise(_ cell: String) -> String { cell.hasPrefix("'") ? String(cell.dropFirst()) : cell }
+
+    /// `name=value;…` with `\` escaping `\`, `;` and `=` in names.
+    static func sources(_ cell: String) -> [(name: String, value: String)] {
+        var out: [(String, String)] = [], name = "", value = "", inValue = false, escaped = false
+        for c in cell {
+            if escaped { name.append(c); escaped = false }
+            else if c == "\\" { escaped = true }
+            else if c == "=" && !inValue { inValue = true }
+            else if c == ";" { out.append((name, value)); name = ""; value = ""; inValue = false }
+            else if inValue { value.append(c) } else { name.append(c) }
+        }
+        if !name.isEmpty { out.append((name, value)) }
+        return out
+    }
 }
