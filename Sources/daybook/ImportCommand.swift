@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookImport
+import DaybookStore
 import Foundation
 
 /// `daybook import apple-health`: an Apple Health export (export.xml or export.zip) → events,
@@ -445,12 +446,16 @@ final class LineSink {
         return LineSink(fd: fd, path: path)
     }
 
-    /// A new file in `destination`'s directory, renamed over it by `commit`.
+    /// A new file `DESTINATION.tmp-PID` in `destination`'s directory, renamed over it by
+    /// `commit`. Such files left by killed runs (kill -9) are removed first.
     static func temporary(beside destination: String) throws -> LineSink {
-        var template = Array((destination + ".daybook-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
+        let url = URL(fileURLWithPath: destination)
+        let directory = url.deletingLastPathComponent().path, base = url.lastPathComponent
+        TemporaryName.removeOrphans(in: directory, prefix: base)
+        let path = directory + "/" + TemporaryName.mine(prefix: base)
+        unlink(path) // a killed run's that had this process id
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))") }
-        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         fchmod(fd, 0o644)
         return LineSink(fd: fd, path: path, temporary: true)
     }

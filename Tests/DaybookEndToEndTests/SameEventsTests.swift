@@ -192,4 +192,105 @@ import Testing
         if !name.isEmpty { out.append((name, value)) }
         return out
     }
+
+    // MARK: No user data left behind
+
+    /// Starts `daybook` with TMPDIR set, its standard input a pipe left open.
+    func start(_ arguments: [String], tmpdir: String) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = Daybook.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = Daybook.root
+        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": tmpdir]) { $1 }
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, input)
+    }
+
+    /// Every path under `directory` (files and directories), relative to it, sorted.
+    static func tree(_ directory: String) -> [String] {
+        (FileManager.default.subpaths(atPath: directory) ?? []).sorted()
+    }
+
+    /// Waits until `condition` holds (at most 20 s).
+    static func wait(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while !condition() {
+            if Date() > deadline { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return true
+    }
+
+    @Test(.timeLimit(.minutes(2))) func rollupKilledLeavesNothingTheNextRunDoesNotRemove() throws {
+        let tmpdir = scratch.newPath("tmp")
+        try FileManager.default.createDirectory(atPath: tmpdir, withIntermediateDirectories: false)
+        let line = Self.sample(user: #""ana""#, source: #""watch""#, uuid: "w1") + "\n"
+        let (process, input) = try start(["rollup", "-"], tmpdir: tmpdir)
+        input.fileHandleForWriting.write(Data(line.utf8))
+        // The temporary store exists while rollup waits for more input.
+        #expect(Self.wait { Self.tree(tmpdir).contains { $0.hasSuffix(".sqlite") } }, "\(Self.tree(tmpdir))")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? input.fileHandleForWriting.close()
+        let left = Self.tree(tmpdir)
+        #expect(left.contains { $0.contains("daybook-rollup.tmp-\(process.processIdentifier)") }, "\(left)")
+        // The next rollup removes it, and its own.
+        let next = Process()
+        next.executableURL = Daybook.binary
+        next.arguments = ["rollup", try scratch.file(line)]
+        next.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": tmpdir]) { $1 }
+        next.standardOutput = FileHandle.nullDevice
+        next.standardError = FileHandle.nullDevice
+        try next.run()
+        next.waitUntilExit()
+        #expect(next.terminationStatus == 0)
+        #expect(Self.tree(tmpdir) == ["daybook-\(getuid())"], "\(Self.tree(tmpdir))")
+    }
+
+    @Test(.timeLimit(.minutes(2))) func importKilledLeavesNothingTheNextRunDoesNotRemove() throws {
+        let tmpdir = scratch.newPath("tmp")
+        try FileManager.default.createDirectory(atPath: tmpdir, withIntermediateDirectories: false)
+        let outDir = scratch.newPath("out")
+        try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: false)
+        let out = outDir + "/ana.jsonl"
+        let xml = scratch.newPath("export") + ".xml"
+        #expect(try Daybook.run(["import", "generate", "--megabytes", "1", "--days", "2", "--out", xml]).status == 0)
+        let head = Data(try Data(contentsOf: URL(fileURLWithPath: xml)).prefix(200_000))
+        // --out stages beside OUT; --brokers under TMPDIR (nothing connects before the export is read).
+        let runs: [([String], String)] = [
+            (["--out", out], outDir),
+            (["--brokers", "127.0.0.1:1"], tmpdir),
+        ]
+        var pids: [pid_t] = []
+        for (destination, watched) in runs {
+            let (process, input) = try start(["import", "apple-health", "-", "--user", "ana", "--zone", "Europe/Berlin"] + destination, tmpdir: tmpdir)
+            input.fileHandleForWriting.write(head)
+            #expect(Self.wait { Self.tree(watched).contains { $0.contains(".tmp-\(process.processIdentifier)") } }, "\(destination): \(Self.tree(watched))")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? input.fileHandleForWriting.close()
+            pids.append(process.processIdentifier)
+        }
+        #expect(Self.tree(outDir) == ["ana.jsonl.tmp-\(pids[0])"], "\(Self.tree(outDir))")
+        let mine = "daybook-\(getuid())", staged = "daybook-\(getuid())/daybook-import.tmp-\(pids[1])"
+        #expect(Self.tree(tmpdir) == [mine, staged, staged + "/events.jsonl"], "\(Self.tree(tmpdir))")
+        // The next import to the same --out, and the next one through Kafka, remove them.
+        let again = try Daybook.run(["import", "apple-health", xml, "--user", "ana", "--zone", "Europe/Berlin", "--out", out])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(Self.tree(outDir) == ["ana.jsonl"], "\(Self.tree(outDir))")
+        let next = Process()
+        next.executableURL = Daybook.binary
+        next.arguments = ["import", "apple-health", xml, "--user", "ana", "--zone", "Europe/Berlin", "--brokers", "127.0.0.1:1", "--connect-timeout", "1"]
+        next.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": tmpdir]) { $1 }
+        next.standardOutput = FileHandle.nullDevice
+        next.standardError = FileHandle.nullDevice
+        try next.run()
+        next.waitUntilExit()
+        #expect(next.terminationStatus == 69)
+        #expect(Self.tree(tmpdir) == ["daybook-\(getuid())"], "\(Self.tree(tmpdir))")
+    }
 }
