@@ -353,14 +353,24 @@ final class ExportInput {
         }
     }
 
-    /// Waits for unzip, if any, and fails if it did.
+    /// Waits for unzip, if any, and fails if it did, with unzip's own message. Unzip still
+    /// running (the XML ended early, e.g. damaged bytes it inflated) is let run to the end
+    /// of the entry, its output discarded: it says what was wrong (a bad CRC) only there,
+    /// and stopping it would leave only the exit status of a signal.
     func finish() throws {
         guard let unzip else { return }
-        if unzip.isRunning { unzip.terminate() }
+        var discard = [UInt8](repeating: 0, count: 1 << 16)
+        while unzip.isRunning, !Shutdown.isRequested {
+            let n = discard.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n == 0 || (n < 0 && errno != EINTR) { break }
+        }
+        if unzip.isRunning, Shutdown.isRequested { unzip.terminate() }
         unzip.waitUntilExit()
         guard unzip.terminationReason == .exit, unzip.terminationStatus == 0 else {
             let text = String(decoding: unzipErrors?.fileHandleForReading.readDataToEndOfFile() ?? Data(), as: UTF8.self)
-            throw CLIError(code: ExitCode.noInput, message: "\(name): unzip failed (\(unzip.terminationStatus)): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let how = unzip.terminationReason == .exit ? "exit status \(unzip.terminationStatus)" : "signal \(unzip.terminationStatus)"
+            throw CLIError(code: ExitCode.noInput, message: "\(name): unzip failed (\(how)): \(text.isEmpty ? "it printed no reason" : TerminalText.escaped(text, keepingNewlines: true)); the archive is damaged: export it again from the Health app")
         }
     }
 

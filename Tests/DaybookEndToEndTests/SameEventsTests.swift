@@ -293,4 +293,68 @@ import Testing
         #expect(next.terminationStatus == 69)
         #expect(Self.tree(tmpdir) == ["daybook-\(getuid())"], "\(Self.tree(tmpdir))")
     }
+
+    // MARK: Messages
+
+    static func checkIn(user: String, source: String, at: String) -> String {
+        #"{"type":"source-checked-in","user":"# + user + #","source":""# + source + #"","at":""# + at + #"","metrics":["steps"]}"#
+    }
+
+    @Test func staleSaysWhatWasWrongAndCutsLongIdsInTables() throws {
+        let now = Date()
+        func iso(_ offset: TimeInterval) -> String {
+            let f = ISO8601DateFormatter()
+            return f.string(from: now.addingTimeInterval(offset))
+        }
+        let long = String(repeating: "u", count: 5_000)
+        let config = try scratch.file(#"{"freshness":{"default":{"threshold":"1h"},"canaries":[{"user":"canary","source":"phone"}]}}"#, suffix: ".json")
+        let lines = [Self.checkIn(user: #""canary""#, source: "phone", at: iso(-3 * 3600)),
+                     Self.checkIn(user: "\"\(long)\"", source: "phone", at: iso(-2 * 3600))].joined(separator: "\n") + "\n"
+        let (broker, data) = try project(lines)
+        defer { _ = broker.stop() }
+
+        // --now before the check-ins: said, not "DETECTOR BROKEN".
+        let early = iso(-5 * 3600)
+        let before = try Daybook.run(["stale", "--data", data, "--config", config, "--now", early])
+        #expect(before.status == 64, "\(before.stderr)")
+        #expect(before.stderr.contains("--now \(early) is before the data: "), "\(before.stderr)")
+        #expect(before.stderr.contains("/phone checked in at "), "\(before.stderr)")
+        #expect(!before.stderr.contains("DETECTOR BROKEN"), "\(before.stderr)")
+        #expect(before.stdout.isEmpty)
+
+        // A page fraction for a source nobody configured and no pair has: 78.
+        let typo = try Daybook.run(["stale", "--data", data, "--config", config, "--page-fraction", "phnoe=0.5"])
+        #expect(typo.status == 78, "\(typo.stderr)")
+        #expect(typo.stderr.contains("--page-fraction names source 'phnoe', which freshness.sources does not list and no pair has (a typo?); name one of phone"), "\(typo.stderr)")
+        #expect(typo.stdout.isEmpty)
+
+        // Long ids are cut in the table, whole in json.
+        let table = try Daybook.run(["stale", "--data", data, "--config", config, "--all"])
+        #expect(table.status == 1, "\(table.stderr)")
+        let widest = table.stdout.split(separator: "\n").map(\.count).max() ?? 0
+        #expect(widest < 200, "\(widest)")
+        #expect(table.stdout.contains(String(repeating: "u", count: 47) + "…"), "\(table.stdout)")
+        let json = try Daybook.run(["stale", "--data", data, "--config", config, "--format", "json"])
+        #expect(json.stdout.contains("\"user\":\"\(long)\""))
+    }
+
+    @Test func aDamagedZipSaysWhatUnzipSaid() throws {
+        let xml = scratch.newPath("export") + ".xml"
+        #expect(try Daybook.run(["import", "generate", "--megabytes", "1", "--days", "2", "--out", xml]).status == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: xml))
+        let zip = scratch.newPath("export") + ".zip"
+        let good = ImportCommandTests.storedZip(entries: [("apple_health_export/export.xml", bytes)])
+        // Damage the stored XML early (the CRC is of the good bytes): the XML breaks while
+        // unzip still has most of the entry to write, and only unzip knows why.
+        let start = try #require(good.range(of: bytes.prefix(3_000))?.lowerBound)
+        var damaged = good
+        damaged.replaceSubrange((start + 4_000)..<(start + 4_016), with: Data(repeating: 0x3C, count: 16))
+        try damaged.write(to: URL(fileURLWithPath: zip))
+        let out = scratch.newPath("out") + ".jsonl"
+        let r = try Daybook.run(["import", "apple-health", zip, "--user", "ana", "--zone", "Europe/Berlin", "--out", out])
+        #expect(r.status == 66, "\(r.stderr)")
+        #expect(r.stderr.contains("unzip failed (exit status 2): apple_health_export/export.xml"), "\(r.stderr)")
+        #expect(r.stderr.contains("bad CRC"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
 }
