@@ -31,7 +31,7 @@ enum DLQCommand: Subcommand {
     An invalid event never stops the projector: it lands in its shard's dead-letter table
     (and on health-samples.dlq) with the reason. A dead letter's ID is the PARTITION:OFFSET
     of its message in the topic (3:1234): the same in every process and whichever shard
-    file holds it.
+    file holds it. --id and --fix take it only as list writes it (02:1 is refused).
 
     LIST prints one line per dead letter: ID, when it was recorded (UTC), the reason's
     code, the message key, its status and the reason. The status is 'pending', or

@@ -51,9 +51,12 @@ enum ImportCommand: Subcommand {
 
     Progress (records/s, bytes read of the total) and a summary (records per type and
     source, what was skipped and why, zones used, time span) go to standard error. With
-    --out or --brokers nothing is written or published unless the whole file was read;
-    --brokers stages the events under $TMPDIR (about 330 bytes each) and then publishes
-    them as 'daybook publish' does, waiting for every delivery report.
+    --out or --brokers nothing is written or published unless the whole file was read:
+    --out is written as OUT.tmp-PID beside OUT and renamed over it at the end (--out may
+    not name FILE itself, through a symlink either); --brokers stages the events in
+    $TMPDIR/daybook-UID/daybook-import.tmp-PID (about 330 bytes each) and then publishes
+    them as 'daybook publish' does, waiting for every delivery report. Staging left by a
+    run that was killed (kill -9) is removed by the next import.
 
     'import generate' writes a synthetic export.xml (quirks included) of about
     --megabytes MB to standard output or --out; import it with --zone Europe/Berlin.
@@ -61,8 +64,9 @@ enum ImportCommand: Subcommand {
     EXIT CODES: 0 every record of a known type became an event; 65 some records were
     rejected (named in the summary; the others were written), or FILE is not a readable
     export (damaged or cut-short XML: nothing written with --out or --brokers); 64 usage
-    (including records without HKTimeZone and no --zone); 66 FILE missing or unreadable,
-    or a .zip without export.xml or without unzip; 69 the cluster did not answer or some
+    (including records without HKTimeZone and no --zone, and --out naming FILE); 66 FILE
+    missing or unreadable, a .zip without export.xml or without unzip, or a damaged .zip
+    (with unzip's own reason, e.g. a bad CRC); 69 the cluster did not answer or some
     deliveries failed; 74 the output or the staging file could not be written; 75
     interrupted (Ctrl-C, SIGTERM) before the end: nothing written with --out or --brokers;
     78 bad configuration.

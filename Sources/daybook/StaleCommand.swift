@@ -44,10 +44,18 @@ enum StaleCommand: Subcommand {
     upgrade on are named on stderr: 'daybook rebuild' fills them from the log. A pair a
     producer put in two partitions is read as one.
 
+    --now must not be before the data: a pair that checked in (or delivered a sample) after
+    --now would look fresh, canaries too, so that is refused (64), naming the pair. A
+    --page-fraction for a source that freshness.sources does not list and no pair has is a
+    typo: refused (78) before anything is printed. Tables cut ids longer than 48 characters
+    (…); json keeps them whole.
+
     EXIT CODES: 0 nothing pages (stale pairs may still be listed); 1 some source pages; 3
-    the detector is broken: a canary was not reported stale; 64 usage; 65 a file in DIR is
-    not a shard, or a damaged manifest; 66 DIR missing or without shards (nothing to
-    judge), or the directory of --metrics-file missing; 74 storage failure (also writing --metrics-file); 78 bad configuration.
+    the detector is broken: a canary was not reported stale; 64 usage (also --now before a
+    check-in in the shards); 65 a file in DIR is not a shard, or a damaged manifest; 66 DIR
+    missing or without shards (nothing to judge), or the directory of --metrics-file
+    missing; 74 storage failure (also writing --metrics-file); 78 bad configuration (also
+    --page-fraction for a source nobody configured).
 
     --metrics-file PATH writes, per source listed in freshness.sources (all others
     together as source="other", so producers cannot multiply the series), daybook_stale_pairs, daybook_source_users,

@@ -30,6 +30,18 @@ enum TotalsCommand: Subcommand {
     first to the last row): give --to (e.g. today) to see the days after the last row, and
     --user with --from and --to to see every metric the user's sources sync, rows or not.
     A source's day is counted in the zone of its newest sample (UTC if it never sent one).
+    --from after --to is refused (64). Tables cut ids longer than 48 characters; json and
+    csv keep them whole.
+
+    CSV follows RFC 4180 and keeps the bytes: a field with a comma, quote, CR or LF is
+    quoted, its quotes doubled. The text cells — user, sources, unknown — are data from the
+    log: one that would start with =, +, -, @, tab or CR gets a ' in front (OWASP's advice
+    against CSV injection: a spreadsheet must not run a user id as a formula), and so does
+    one starting with ', so to read a cell back drop one leading ' if there is one. The
+    numeric cells (value, min, max, avg, count) are never altered. sources is the day's
+    shares in ranking order, watch=3000;phone=4050, and unknown the silent sources,
+    watch;phone; in a name, \\, ; and = are written \\\\, \\; and \\=, so both parse back
+    (split at each ; not after a \\, then at the first = not after a \\).
 
     EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
     not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
