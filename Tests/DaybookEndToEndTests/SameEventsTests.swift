@@ -120,6 +120,21 @@ import Testing
         #expect(r.status == 78, "\(r.stderr)")
         #expect(r.stderr.contains("kafka.secrets.sasl.password: the environment variable it names is not set"), "\(r.stderr)")
         #expect(!r.stderr.contains("hunter2"), "\(r.stderr)")
+        // A secret librdkafka rejects is quoted by librdkafka: redacted.
+        let rejected = try scratch.file(#"{"kafka":{"secrets":{"security.protocol":"DAYBOOK_TEST_SECRET"}}}"#, suffix: ".json")
+        let process = Process()
+        process.executableURL = Daybook.binary
+        process.arguments = ["publish", "--brokers", "127.0.0.1:1", "--config", rejected, events]
+        process.environment = ProcessInfo.processInfo.environment.merging(["DAYBOOK_TEST_SECRET": "hunter2-in-env"]) { $1 }
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 78, "\(text)")
+        #expect(text.contains(#"security.protocol: Invalid value "<redacted>""#), "\(text)")
+        #expect(!text.contains("hunter2"), "\(text)")
     }
 
     // MARK: CSV
