@@ -208,10 +208,10 @@ enum TotalsCommand: Subcommand {
         for group in groups {
             out.line("\(TerminalText.cell(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
             group.forEachDay(everyDay: true) { day, row, unknown in
-                let silent = unknown.map { "\(TerminalText.escaped($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
+                let silent = unknown.map { "\(TerminalText.cell($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
                 switch row?.summary {
                 case .cumulative(let v, let shares)?:
-                    let parts = shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
+                    let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                     out.line("  \(day)  \(pad(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case .discrete(let lo, let hi, let avg, let n)?:
                     out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))

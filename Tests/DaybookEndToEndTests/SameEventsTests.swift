@@ -169,6 +169,13 @@ import Testing
         #expect(records.map(\.[0]).dropFirst().map(Self.unneutralise) == ["'quoted", #"=HYPERLINK("http://x","y")"#, "a\nb", #"a\u{A}b"#, "solo"])
         #expect(Self.sources(Self.unneutralise(records[1][8])).map { "\($0.name) \($0.value)" } == ["watch 500", #"-x=1;y\z 400"#])
         #expect(Self.sources(Self.unneutralise(records[5][8])).map { "\($0.name) \($0.value)" } == [#"-x=1;y\z 600"#])
+        // The table cuts long ids (a user's block header, a source's share); csv keeps them.
+        let long = String(repeating: "s", count: 300)
+        let (broker2, data2) = try project(Self.sample(user: "\"\(String(repeating: "u", count: 300))\"", source: "\"\(long)\"", uuid: "l1") + "\n")
+        defer { _ = broker2.stop() }
+        let table = try Daybook.run(["totals", "--data", data2])
+        #expect(table.stdout == String(repeating: "u", count: 47) + "… · steps (count)\n  2024-03-02          1000  " + String(repeating: "s", count: 47) + "… 1000\n", "\(table.stdout)")
+        #expect(try Daybook.run(["totals", "--data", data2, "--format", "csv"]).stdout.contains(long + "=1000"))
         // json is unchanged: the ids as JSON writes them.
         let json = try Daybook.run(["totals", "--data", data, "--format", "json"])
         #expect(json.stdout.contains(#"{"user":"a\nb","metric":"steps","day":"2024-03-02","value":100}"#), "\(json.stdout)")
