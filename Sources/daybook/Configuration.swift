@@ -165,6 +165,9 @@ struct DaybookConfiguration {
                     throw ConfigurationError(field: path, message: "needs both user and source: a canary is one (user, source) pair that never checks in")
                 }
                 let canary = SyncKey(user: try string(user, "\(path).user"), source: try string(source, "\(path).source"))
+                if let problem = SourcePriority.nameProblem(canary.source) {
+                    throw ConfigurationError(field: "\(path).source", message: "\(JSONWriter.quoted(canary.source)) \(problem); write the source name exactly as the samples give it")
+                }
                 guard seen.insert(canary).inserted else {
                     throw ConfigurationError(field: path, message: "lists \(JSONWriter.quoted(canary.user))/\(JSONWriter.quoted(canary.source)) a second time")
                 }

@@ -83,6 +83,7 @@ import Testing
         (#"{"priority":{"default":["phone","watch\t"]}}"#, #"priority.default[1]: "watch\t" holds a control character"#),
         (#"{"priority":{"default":["wa\u0007tch"]}}"#, #"priority.default[0]: "wa\u0007tch" holds a control character"#),
         (#"{"freshness":{"sources":{"phone ":{"threshold":"6h"}}}}"#, #"freshness.sources: "phone " has white space at its start or end"#),
+        (#"{"freshness":{"canaries":[{"user":"c","source":" phone"}]}}"#, #"freshness.canaries[0].source: " phone" has white space at its start or end"#),
     ])
     func priorityListsAndSourceNamesThatCannotBeMeantExit78(config: String, message: String) throws {
         let events = try scratch.file(Self.sample(user: #""ana""#, source: #""watch""#, uuid: "w1") + "\n")
