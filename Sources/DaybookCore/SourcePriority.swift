@@ -68,6 +68,19 @@ public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConver
 }
 
 extension SourcePriority {
+    /// Why `name` cannot be a source name in a configuration (surrounding white space, a
+    /// control character), or nil.
+    public static func nameProblem(_ name: String) -> String? {
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            return "holds a control character"
+        }
+        if let first = name.unicodeScalars.first, let last = name.unicodeScalars.last,
+           first.properties.isWhitespace || last.properties.isWhitespace {
+            return "has white space at its start or end"
+        }
+        return nil
+    }
+
     /// Reads the `priority` member of a configuration object:
     /// `{"priority":{"default":["watch","phone","manual"],"steps":["watch","phone"]}}`.
     /// A missing `priority` or `default` falls back to the built-in order; a configuration
@@ -86,10 +99,17 @@ extension SourcePriority {
             guard case .array(let items) = value else {
                 throw ConfigurationError(field: path, message: "must be an array of source names, got \(value.summary)")
             }
+            guard !items.isEmpty else {
+                throw ConfigurationError(field: path, message: "is an empty list, which would rank every source by name alone; list the sources in order of priority, or leave \(path) out")
+            }
             var names: [String] = []
             for (i, item) in items.enumerated() {
                 guard case .string(let name) = item, !name.isEmpty else {
                     throw ConfigurationError(field: "\(path)[\(i)]", message: "must be a non-empty source name, got \(item.summary)")
+                }
+                // " watch" is not the source "watch": it would silently rank a name no sample has.
+                if let problem = Self.nameProblem(name) {
+                    throw ConfigurationError(field: "\(path)[\(i)]", message: "\(JSONWriter.quoted(name)) \(problem); write the source name exactly as the samples give it")
                 }
                 guard !names.contains(name) else {
                     throw ConfigurationError(field: "\(path)[\(i)]", message: "\(JSONWriter.quoted(name)) is listed twice")

@@ -7,7 +7,11 @@ public final class KafkaAdmin {
 
     public init(connection: KafkaConnection, logger: Logger) throws(KafkaError) {
         self.logger = logger
-        client = try RDKafkaClient.admin(properties: try ProducerConfiguration().properties(for: connection), logger: logger)
+        do {
+            client = try RDKafkaClient.admin(properties: try ProducerConfiguration().properties(for: connection), logger: logger)
+        } catch {
+            throw connection.redacting(error)
+        }
     }
 
     /// What happened to each topic.

@@ -63,6 +63,16 @@ public struct KafkaConnection: Sendable, CustomStringConvertible {
         "ssl.key.pem", "sasl.oauthbearer.config",
     ]
 
+    /// `error` with every secret value replaced by `<redacted>`: librdkafka quotes a value it
+    /// rejects ("Invalid value \"…\" for configuration property"), a secret's too.
+    public func redacting(_ error: KafkaError) -> KafkaError {
+        var error = error
+        for value in secrets.values where !value.isEmpty {
+            error.message = error.message.replacingOccurrences(of: value, with: "<redacted>")
+        }
+        return error
+    }
+
     public var description: String {
         let hidden = secrets.keys.sorted().map { "\($0)=<redacted>" }
         return "bootstrap.servers=\(bootstrapServers) client.id=\(clientID)" + (hidden.isEmpty ? "" : " " + hidden.joined(separator: " "))

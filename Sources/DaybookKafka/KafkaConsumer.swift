@@ -80,7 +80,11 @@ public final class KafkaConsumer {
 
     public init(connection: KafkaConnection, configuration: ConsumerConfiguration, logger: Logger) throws(KafkaError) {
         self.logger = logger
-        core = try RDKafkaConsumer(properties: try configuration.properties(for: connection), logger: logger)
+        do {
+            core = try RDKafkaConsumer(properties: try configuration.properties(for: connection), logger: logger)
+        } catch {
+            throw connection.redacting(error)
+        }
     }
 
     /// Joins the group for `topics`. `handler` (held weakly) hears every assignment change.

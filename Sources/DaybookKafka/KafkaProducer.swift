@@ -25,7 +25,11 @@ public final class KafkaProducer {
     public init(connection: KafkaConnection, configuration: ProducerConfiguration = ProducerConfiguration(),
                 logger: Logger, onDelivery: @escaping (DeliveryReport) -> Void) throws(KafkaError) {
         self.logger = logger
-        core = try RDKafkaProducer(properties: try configuration.properties(for: connection), logger: logger)
+        do {
+            core = try RDKafkaProducer(properties: try configuration.properties(for: connection), logger: logger)
+        } catch {
+            throw connection.redacting(error)
+        }
         core.callbacks.onDelivery = { [unowned self] id, error, partition, offset in
             self.inFlight -= 1
             onDelivery(DeliveryReport(id: id, partition: partition, offset: offset, error: error))

@@ -243,7 +243,7 @@ struct Housekeeping {
         let referenced = Set(layout.shards.values).union([layout.currentDirectoryName])
         return entries.filter { name in
             if DataLayout.generationNumber(name) != nil { return !referenced.contains(name) }
-            if let pid = ShadowBuild.owner(ofTemporary: name) { return kill(pid, 0) != 0 && errno == ESRCH }
+            if let pid = ShadowBuild.owner(ofTemporary: name) { return TemporaryName.isGone(pid) }
             return false
         }
     }

@@ -27,10 +27,7 @@ public final class ShadowBuild {
     }
 
     /// The process that owns a temporary projection directory named `name`, if it is one.
-    static func owner(ofTemporary name: String) -> pid_t? {
-        guard name.hasPrefix(".tmp-"), let pid = pid_t(name.dropFirst(5)), pid > 0 else { return nil }
-        return pid
-    }
+    static func owner(ofTemporary name: String) -> pid_t? { TemporaryName.owner(of: name) }
 
     public struct Outcome: Sendable {
         /// Partitions compared, with the offset they were compared at.
@@ -54,10 +51,8 @@ public final class ShadowBuild {
             throw ProjectorError(kind: .badRequest, message: "\(request.topic) has no partition \(p): it has \(count) (0…\(count - 1))")
         }
         // Temporary directories of verify or diff runs that were killed.
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
-            if let pid = Self.owner(ofTemporary: name), kill(pid, 0) != 0, errno == ESRCH { try? FileManager.default.removeItem(atPath: dir + "/" + name) }
-        }
-        let temporary = dir + "/.tmp-\(getpid())"
+        TemporaryName.removeOrphans(in: dir)
+        let temporary = dir + "/" + TemporaryName.mine()
         try? FileManager.default.removeItem(atPath: temporary)
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: temporary) }

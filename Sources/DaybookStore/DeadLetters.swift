@@ -14,11 +14,12 @@ public struct DeadLetterID: Hashable, Comparable, Sendable, CustomStringConverti
         self.offset = offset
     }
 
-    /// Parses `PARTITION:OFFSET`, two non-negative decimal numbers; nil for anything else.
+    /// Parses `PARTITION:OFFSET`, two non-negative decimal numbers in canonical form (as
+    /// `description` writes them: `02:1` is not `2:1`); nil for anything else.
     public init?(_ text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }),
-              let p = Int32(parts[0]), let o = Int64(parts[1]) else { return nil }
+              let p = Int32(parts[0]), let o = Int64(parts[1]), "\(p):\(o)" == text else { return nil }
         partition = p
         offset = o
     }

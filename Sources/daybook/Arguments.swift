@@ -8,6 +8,9 @@ struct OptionSpec {
     /// Placeholder for the value (`FILE`); nil for a flag.
     var value: String?
     var help: String
+    /// True for an option that may be given more than once (`--partition 1 --partition 3`);
+    /// any other option given twice is refused, naming it, instead of the last one winning.
+    var repeatable = false
 }
 
 /// The words of a command line, sorted into options, flags and positionals.
@@ -130,13 +133,18 @@ extension Subcommand {
                 throw CLIError.usage("unknown option '\(name)' for 'daybook \(self.name)'\(hint)")
             }
             if let valueName = spec.value {
+                let value: String
                 if let inline {
-                    parsed.values[name, default: []].append(inline)
+                    value = inline
                 } else {
                     guard i < words.count else { throw CLIError.usage("\(name) needs a value (\(valueName))") }
-                    parsed.values[name, default: []].append(words[i])
+                    value = words[i]
                     i += 1
                 }
+                if !spec.repeatable, let earlier = parsed.values[name]?.first {
+                    throw CLIError.usage("\(name) is given twice ('\(TerminalText.escaped(earlier))' and '\(TerminalText.escaped(value))'); it takes one value: give it once")
+                }
+                parsed.values[name, default: []].append(value)
             } else {
                 guard inline == nil else { throw CLIError.usage("\(name) is a flag and takes no value") }
                 parsed.flags.insert(name)

@@ -81,10 +81,17 @@ struct DaybookConfiguration {
                 }
             case "secrets":
                 for (k, v) in try object(value, path) {
-                    let variable = try string(v, "\(path).\(k)")
+                    // The value names an environment variable; it may be a secret pasted here by
+                    // mistake, so no message shows it.
+                    guard case .string(let variable) = v else {
+                        throw ConfigurationError(field: "\(path).\(k)", message: "must be a non-blank string, got \(v.summary)")
+                    }
+                    guard Self.isVariableName(variable) else {
+                        throw ConfigurationError(field: "\(path).\(k)", message: "is not the name of an environment variable (letters, digits and _, not starting with a digit; the value is not shown, as it may be the secret itself): put the secret in an environment variable and its name here")
+                    }
                     guard let environment else { continue }
                     guard let secret = environment[variable], !secret.isEmpty else {
-                        throw ConfigurationError(field: "\(path).\(k)", message: "environment variable \(variable) is not set")
+                        throw ConfigurationError(field: "\(path).\(k)", message: "the environment variable it names is not set (or empty): export it before running daybook (the name is not shown here, in case it is the secret itself)")
                     }
                     connection.secrets[k] = secret
                 }
@@ -143,6 +150,9 @@ struct DaybookConfiguration {
         if let d = members["default"] { freshness.defaultRule = try rule(d, "freshness.default", base: freshness.defaultRule) }
         if let sources = members["sources"] {
             for (name, value) in try object(sources, "freshness.sources") {
+                if let problem = SourcePriority.nameProblem(name) {
+                    throw ConfigurationError(field: "freshness.sources", message: "\(JSONWriter.quoted(name)) \(problem); write the source name exactly as the samples give it")
+                }
                 freshness.sources[name] = try rule(value, "freshness.sources.\(name)", base: freshness.defaultRule)
             }
         }
@@ -161,6 +171,9 @@ struct DaybookConfiguration {
                     throw ConfigurationError(field: path, message: "needs both user and source: a canary is one (user, source) pair that never checks in")
                 }
                 let canary = SyncKey(user: try string(user, "\(path).user"), source: try string(source, "\(path).source"))
+                if let problem = SourcePriority.nameProblem(canary.source) {
+                    throw ConfigurationError(field: "\(path).source", message: "\(JSONWriter.quoted(canary.source)) \(problem); write the source name exactly as the samples give it")
+                }
                 guard seen.insert(canary).inserted else {
                     throw ConfigurationError(field: path, message: "lists \(JSONWriter.quoted(canary.user))/\(JSONWriter.quoted(canary.source)) a second time")
                 }
@@ -196,6 +209,12 @@ struct DaybookConfiguration {
             }
         }
         return rule
+    }
+
+    /// `SASL_PASSWORD`, `_X1`: what a shell accepts as a variable name.
+    static func isVariableName(_ s: String) -> Bool {
+        guard let first = s.utf8.first, !(48...57).contains(first) else { return false }
+        return s.utf8.allSatisfy { $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
     }
 
     private func string(_ v: JSONValue, _ path: String) throws -> String {

@@ -18,20 +18,20 @@ enum DLQCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "The topic whose dead letters to read and replay to (default health-samples)."),
         OptionSpec(name: "--format", value: "F", help: "list: table (default, for people) or json (one object per line)."),
         OptionSpec(name: "--show-payload", value: nil, help: "list: show the payloads too (health data: off by default)."),
-        OptionSpec(name: "--partition", value: "P", help: "list: only these partitions (repeat it, or P,P)."),
+        OptionSpec(name: "--partition", value: "P", help: "list: only these partitions (repeat it, or P,P).", repeatable: true),
         OptionSpec(name: "--all", value: nil, help: "list: the replayed dead letters too (default: only pending ones)."),
         OptionSpec(name: "--brokers", value: "B", help: "replay: bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
         OptionSpec(name: "--config", value: "FILE", help: "replay: configuration, as for publish (kafka.properties, kafka.secrets, kafka.producer)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--fix", value: "FILE", help: "replay: repaired events, one JSON line per dead letter (see below)."),
-        OptionSpec(name: "--id", value: "ID", help: "replay: only these dead letters, P:OFFSET as list shows (repeat it, or ID,ID)."),
+        OptionSpec(name: "--id", value: "ID", help: "replay: only these dead letters, P:OFFSET as list shows (repeat it, or ID,ID).", repeatable: true),
         OptionSpec(name: "--dry-run", value: nil, help: "replay: check everything and say what would be published; publish and mark nothing."),
     ]
     static let discussion = """
     An invalid event never stops the projector: it lands in its shard's dead-letter table
     (and on health-samples.dlq) with the reason. A dead letter's ID is the PARTITION:OFFSET
     of its message in the topic (3:1234): the same in every process and whichever shard
-    file holds it.
+    file holds it. --id and --fix take it only as list writes it (02:1 is refused).
 
     LIST prints one line per dead letter: ID, when it was recorded (UTC), the reason's
     code, the message key, its status and the reason. The status is 'pending', or
@@ -217,7 +217,7 @@ enum DLQCommand: Subcommand {
             only = []
             for text in values {
                 guard let id = DeadLetterID(text) else {
-                    throw CLIError.usage("--id '\(TerminalText.escaped(text))' is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. 3:1234)")
+                    throw CLIError.usage("--id '\(TerminalText.escaped(text))' is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. 3:1234, no leading zeros)")
                 }
                 only?.insert(id)
             }

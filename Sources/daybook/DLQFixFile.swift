@@ -74,7 +74,7 @@ enum DLQFixFile {
             return .failure(LineProblem(text: "id: must be a string such as \"3:1234\", got \(TerminalText.escaped(idValue.summary))"))
         }
         guard let id = DeadLetterID(idText) else {
-            return .failure(LineProblem(text: "id: \(TerminalText.escaped(JSONWriter.quoted(idText))) is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. \"3:1234\")"))
+            return .failure(LineProblem(text: "id: \(TerminalText.escaped(JSONWriter.quoted(idText))) is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. \"3:1234\", no leading zeros)"))
         }
         guard let eventValue = object["event"] else {
             return .failure(LineProblem(text: "event: missing; give the corrected event as a JSON object (topics/README.md)"))

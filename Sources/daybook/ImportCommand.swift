@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookImport
+import DaybookStore
 import Foundation
 
 /// `daybook import apple-health`: an Apple Health export (export.xml or export.zip) → events,
@@ -15,7 +16,7 @@ enum ImportCommand: Subcommand {
     static let options = [
         OptionSpec(name: "--user", value: "U", help: "The Daybook user the export belongs to (required)."),
         OptionSpec(name: "--zone", value: "Z", help: "IANA zone of records without HKTimeZone metadata (required if there are any)."),
-        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable)."),
+        OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable).", repeatable: true),
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
         OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
@@ -50,9 +51,12 @@ enum ImportCommand: Subcommand {
 
     Progress (records/s, bytes read of the total) and a summary (records per type and
     source, what was skipped and why, zones used, time span) go to standard error. With
-    --out or --brokers nothing is written or published unless the whole file was read;
-    --brokers stages the events under $TMPDIR (about 330 bytes each) and then publishes
-    them as 'daybook publish' does, waiting for every delivery report.
+    --out or --brokers nothing is written or published unless the whole file was read:
+    --out is written as OUT.tmp-PID beside OUT and renamed over it at the end (--out may
+    not name FILE itself, through a symlink either); --brokers stages the events in
+    $TMPDIR/daybook-UID/daybook-import.tmp-PID (about 330 bytes each) and then publishes
+    them as 'daybook publish' does, waiting for every delivery report. Staging left by a
+    run that was killed (kill -9) is removed by the next import.
 
     'import generate' writes a synthetic export.xml (quirks included) of about
     --megabytes MB to standard output or --out; import it with --zone Europe/Berlin.
@@ -60,8 +64,9 @@ enum ImportCommand: Subcommand {
     EXIT CODES: 0 every record of a known type became an event; 65 some records were
     rejected (named in the summary; the others were written), or FILE is not a readable
     export (damaged or cut-short XML: nothing written with --out or --brokers); 64 usage
-    (including records without HKTimeZone and no --zone); 66 FILE missing or unreadable,
-    or a .zip without export.xml or without unzip; 69 the cluster did not answer or some
+    (including records without HKTimeZone and no --zone, and --out naming FILE); 66 FILE
+    missing or unreadable, a .zip without export.xml or without unzip, or a damaged .zip
+    (with unzip's own reason, e.g. a bad CRC); 69 the cluster did not answer or some
     deliveries failed; 74 the output or the staging file could not be written; 75
     interrupted (Ctrl-C, SIGTERM) before the end: nothing written with --out or --brokers;
     78 bad configuration.
@@ -118,6 +123,9 @@ enum ImportCommand: Subcommand {
         let destination: Destination
         if let out = arguments.value("--out") {
             guard !publishing else { throw CLIError.usage("give --out or --brokers, not both") }
+            if path != "-", Self.sameFile(out, path) {
+                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(TerminalText.escaped(path))): writing it would replace the export; give --out another file")
+            }
             destination = .file(out)
         } else if publishing {
             let (config, timeout) = try KafkaOptions.load(arguments, command: "import")
@@ -252,6 +260,13 @@ enum ImportCommand: Subcommand {
         return status
     }
 
+    /// True when both paths name one existing file (through symlinks, or hard links).
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var x = stat(), y = stat()
+        guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
+        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
+    }
+
     static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
 
     // MARK: generate
@@ -342,14 +357,24 @@ final class ExportInput {
         }
     }
 
-    /// Waits for unzip, if any, and fails if it did.
+    /// Waits for unzip, if any, and fails if it did, with unzip's own message. Unzip still
+    /// running (the XML ended early, e.g. damaged bytes it inflated) is let run to the end
+    /// of the entry, its output discarded: it says what was wrong (a bad CRC) only there,
+    /// and stopping it would leave only the exit status of a signal.
     func finish() throws {
         guard let unzip else { return }
-        if unzip.isRunning { unzip.terminate() }
+        var discard = [UInt8](repeating: 0, count: 1 << 16)
+        while unzip.isRunning, !Shutdown.isRequested {
+            let n = discard.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n == 0 || (n < 0 && errno != EINTR) { break }
+        }
+        if unzip.isRunning, Shutdown.isRequested { unzip.terminate() }
         unzip.waitUntilExit()
         guard unzip.terminationReason == .exit, unzip.terminationStatus == 0 else {
             let text = String(decoding: unzipErrors?.fileHandleForReading.readDataToEndOfFile() ?? Data(), as: UTF8.self)
-            throw CLIError(code: ExitCode.noInput, message: "\(name): unzip failed (\(unzip.terminationStatus)): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let how = unzip.terminationReason == .exit ? "exit status \(unzip.terminationStatus)" : "signal \(unzip.terminationStatus)"
+            throw CLIError(code: ExitCode.noInput, message: "\(name): unzip failed (\(how)): \(text.isEmpty ? "it printed no reason" : TerminalText.escaped(text, keepingNewlines: true)); the archive is damaged: export it again from the Health app")
         }
     }
 
@@ -435,12 +460,16 @@ final class LineSink {
         return LineSink(fd: fd, path: path)
     }
 
-    /// A new file in `destination`'s directory, renamed over it by `commit`.
+    /// A new file `DESTINATION.tmp-PID` in `destination`'s directory, renamed over it by
+    /// `commit`. Such files left by killed runs (kill -9) are removed first.
     static func temporary(beside destination: String) throws -> LineSink {
-        var template = Array((destination + ".daybook-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
+        let url = URL(fileURLWithPath: destination)
+        let directory = url.deletingLastPathComponent().path, base = url.lastPathComponent
+        TemporaryName.removeOrphans(in: directory, prefix: base)
+        let path = directory + "/" + TemporaryName.mine(prefix: base)
+        unlink(path) // a killed run's that had this process id
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))") }
-        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         fchmod(fd, 0o644)
         return LineSink(fd: fd, path: path, temporary: true)
     }

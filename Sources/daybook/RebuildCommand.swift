@@ -10,7 +10,7 @@ enum RebuildOptions {
     static let common = [
         KafkaOptions.brokers,
         OptionSpec(name: "--data", value: "DIR", help: "The projector's data directory."),
-        OptionSpec(name: "--partition", value: "P", help: "Only this partition (repeat, or P,Q). Default: all."),
+        OptionSpec(name: "--partition", value: "P", help: "Only this partition (repeat, or P,Q). Default: all.", repeatable: true),
         OptionSpec(name: "--topic", value: "T", help: "Topic (default health-samples)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--verbose", value: nil, help: "Log shard openings."),

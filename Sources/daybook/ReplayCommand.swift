@@ -17,7 +17,7 @@ enum ReplayCommand: Subcommand {
         OptionSpec(name: "--from-offset", value: "N", help: "Re-read every chosen partition from offset N."),
         OptionSpec(name: "--from-time", value: "T", help: "Re-read from each partition's first message at or after T (RFC 3339: 2024-03-25T00:00:00Z)."),
         OptionSpec(name: "--by-duration", value: "D", help: "Re-read what arrived in the last D: a whole number and s, m, h or d (90s, 15m, 6h, 7d)."),
-        OptionSpec(name: "--partition", value: "P", help: "Only partition P; repeat for several (default: every partition of the topic)."),
+        OptionSpec(name: "--partition", value: "P", help: "Only partition P; repeat for several (default: every partition of the topic).", repeatable: true),
         OptionSpec(name: "--topic", value: "TOPIC", help: "Topic to re-read (default health-samples)."),
         OptionSpec(name: "--dry-run", value: nil, help: "Print per partition what would be re-read and applied; touch nothing."),
         KafkaOptions.connectTimeout,

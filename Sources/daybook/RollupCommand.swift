@@ -23,9 +23,10 @@ enum RollupCommand: Subcommand {
     longer than 1 MiB is rejected without being read.
 
     Memory does not grow with the log either: the events go, in batches, through the same
-    state store the projector uses (an SQLite shard in a temporary directory under $TMPDIR,
-    removed at the end), with a cache of state.cache_mb (default 32). Disk use is about
-    150 bytes per event while it runs.
+    state store the projector uses (an SQLite shard in
+    $TMPDIR/daybook-UID/daybook-rollup.tmp-PID, removed at the end; one left by a rollup
+    that was killed is removed by the next), with a cache of state.cache_mb (default 32).
+    Disk use is about 150 bytes per event while it runs.
 
     EXIT CODES: 0 every line accepted, 65 some lines rejected, 64 usage error,
     66 EVENTS missing, 74 the temporary store failed (no space: set TMPDIR), 78 bad

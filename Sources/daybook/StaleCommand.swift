@@ -44,10 +44,18 @@ enum StaleCommand: Subcommand {
     upgrade on are named on stderr: 'daybook rebuild' fills them from the log. A pair a
     producer put in two partitions is read as one.
 
+    --now must not be before the data: a pair that checked in (or delivered a sample) after
+    --now would look fresh, canaries too, so that is refused (64), naming the pair. A
+    --page-fraction for a source that freshness.sources does not list and no pair has is a
+    typo: refused (78) before anything is printed. Tables cut ids longer than 48 characters
+    (…); json keeps them whole.
+
     EXIT CODES: 0 nothing pages (stale pairs may still be listed); 1 some source pages; 3
-    the detector is broken: a canary was not reported stale; 64 usage; 65 a file in DIR is
-    not a shard, or a damaged manifest; 66 DIR missing or without shards (nothing to
-    judge), or the directory of --metrics-file missing; 74 storage failure (also writing --metrics-file); 78 bad configuration.
+    the detector is broken: a canary was not reported stale; 64 usage (also --now before a
+    check-in in the shards); 65 a file in DIR is not a shard, or a damaged manifest; 66 DIR
+    missing or without shards (nothing to judge), or the directory of --metrics-file
+    missing; 74 storage failure (also writing --metrics-file); 78 bad configuration (also
+    --page-fraction for a source nobody configured).
 
     --metrics-file PATH writes, per source listed in freshness.sources (all others
     together as source="other", so producers cannot multiply the series), daybook_stale_pairs, daybook_source_users,
@@ -90,10 +98,13 @@ enum StaleCommand: Subcommand {
         guard !(arguments.has("--all") && arguments.has("--summary")) else { throw CLIError.usage("--all and --summary ask for opposite things; give one") }
 
         var all: [SourceSync] = []
+        // The latest sign of life after `now`: silence cannot be judged before it.
+        var after: SourceSync?
         let judged: Judgement
         do {
             judged = try judge(data, policy: policy, now: now, keepPairs: !arguments.has("--summary")) { pair in
                 if arguments.has("--all") { all.append(pair) }
+                if let seen = pair.lastSeen, seen > now, after.flatMap(\.lastSeen).map({ seen > $0 }) ?? true { after = pair }
             }
         } catch {
             throw CLIError(error) // 65 not a shard / damaged manifest, 66 not a directory, 74 storage
@@ -102,6 +113,18 @@ enum StaleCommand: Subcommand {
             throw CLIError(code: ExitCode.noInput, message: "\(data) holds no shards: nothing to judge. Run daybook project --data \(data) first.")
         }
         let (report, unreported, coverage) = (judged.report, judged.unreported, judged.coverage)
+        if let pair = after, let seen = pair.lastSeen {
+            let what = pair.lastCheckIn == seen ? "checked in" : "delivered a sample"
+            let which = "\(TerminalText.cell(pair.user))/\(TerminalText.cell(pair.source)) \(what) at \(seen)"
+            if let text = arguments.value("--now") {
+                throw CLIError.usage("--now \(TerminalText.escaped(text)) is before the data: \(which), after it, so silence as of --now cannot be judged (every pair seen later would look fresh, canaries too); give a --now after \(seen), or leave it out to use the clock")
+            }
+            printError("stale: \(which), after this machine's clock (\(now)): is the clock behind? Pairs seen later than now count as fresh.")
+        }
+        for source in named where report.sources.first(where: { $0.source == source })?.users ?? 0 == 0 && config.freshness.sources[source] == nil {
+            let known = Set(config.freshness.sources.keys).union(report.sources.filter { $0.users > 0 }.map(\.source)).sorted().map { TerminalText.escaped($0) }
+            throw CLIError(code: ExitCode.config, message: "--page-fraction names source '\(TerminalText.escaped(source))', which freshness.sources does not list and no pair has (a typo?); name one of \(known.isEmpty ? "the sources of freshness.sources" : known.joined(separator: ", "))")
+        }
 
         var out = OutputBuffer()
         if format == "json" {
@@ -122,9 +145,6 @@ enum StaleCommand: Subcommand {
         let neverSeen = judged.canariesNeverSeen.filter { !unreported.contains($0) }
         if !neverSeen.isEmpty {
             printError("stale: canar\(neverSeen.count == 1 ? "y" : "ies") \(names(neverSeen)) never checked in: that proves only that never-seen pairs are reported. Publish one source-checked-in for each when you set it up, so every run also tests the thresholds.")
-        }
-        for source in named where report.sources.first(where: { $0.source == source })?.users ?? 0 == 0 && config.freshness.sources[source] == nil {
-            printError("stale: --page-fraction names source '\(TerminalText.escaped(source))', which no pair has and freshness.sources does not list (a typo?)")
         }
         if !unreported.isEmpty {
             printError("""
@@ -216,7 +236,7 @@ enum StaleCommand: Subcommand {
         if !report.stale.isEmpty {
             var rows = [["SOURCE", "USER", "SILENT FOR", "LAST SEEN", "THRESHOLD", ""]]
             for p in report.stale {
-                rows.append([TerminalText.escaped(p.source), TerminalText.escaped(p.user),
+                rows.append([TerminalText.cell(p.source), TerminalText.cell(p.user),
                              p.silence.map { describe($0) } ?? "never seen", p.lastSeen.map { "\($0)" } ?? "-",
                              describe(p.threshold), p.isCanary ? "canary" : ""])
             }
@@ -226,7 +246,7 @@ enum StaleCommand: Subcommand {
         out.append("by source (canaries not counted):")
         var rows = [["SOURCE", "USERS", "STALE", "SHARE", "PAGE AT", ""]]
         for s in report.sources {
-            rows.append([TerminalText.escaped(s.source), "\(s.users)", "\(s.stale)", percent(s.fraction), percent(s.pageFraction),
+            rows.append([TerminalText.cell(s.source), "\(s.users)", "\(s.stale)", percent(s.fraction), percent(s.pageFraction),
                          s.pages ? "PAGE" : "ok"])
         }
         columns(rows, into: &out)
@@ -236,7 +256,7 @@ enum StaleCommand: Subcommand {
             var rows = [["SOURCE", "USER", "LAST SEEN", "LAST CHECK-IN", "LAST SAMPLE DELIVERED", "NEWEST SAMPLE END", "STALE"]]
             let stale = Set(report.stale.map { SyncKey(user: $0.user, source: $0.source) })
             for p in all.sorted(by: { ($0.source, $0.user) < ($1.source, $1.user) }) {
-                rows.append([TerminalText.escaped(p.source), TerminalText.escaped(p.user), p.lastSeen.map { "\($0)" } ?? "-",
+                rows.append([TerminalText.cell(p.source), TerminalText.cell(p.user), p.lastSeen.map { "\($0)" } ?? "-",
                              p.lastCheckIn.map { "\($0)" } ?? "-", p.lastSampleDelivered.map { "\($0)" } ?? "-",
                              p.newestSampleEnd.map { "\($0)" } ?? "-",
                              stale.contains(SyncKey(user: p.user, source: p.source)) ? "yes" : "no"])

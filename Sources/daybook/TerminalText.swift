@@ -43,11 +43,37 @@ enum TerminalText {
         return out
     }
 
-    /// One CSV field (RFC 4180): control characters escaped as above (so a field never
-    /// holds a line break), then quoted, with quotes doubled, when it holds `,` or `"`.
+    /// One CSV text field (RFC 4180), for data from the log (user ids, source names): its
+    /// bytes kept, quoted — quotes doubled — when it holds `,`, `"`, CR or LF. A field
+    /// that a spreadsheet would take for a formula (starting with `=`, `+`, `-`, `@`, tab or
+    /// CR, as OWASP's advice on CSV injection lists) gets a `'` in front, and so does one
+    /// starting with `'`, so that reading back is exact: drop one leading `'` if there is one.
+    /// Numeric columns are not text fields (a negative number stays a number).
     static func csvField(_ s: String) -> String {
+        var text = s
+        if let first = s.unicodeScalars.first, "=+-@\t\r'".unicodeScalars.contains(first) { text = "'" + s }
+        guard text.utf8.contains(where: { $0 == 44 || $0 == 34 || $0 == 13 || $0 == 10 }) || text.utf8.first == 39 else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Source names in one CSV cell, `watch=3000;phone=4050` (with values) or `watch;phone`:
+    /// in a name, `\`, `;` and `=` are written `\\`, `\;` and `\=`, so the cell parses
+    /// back whatever the names hold (split at a `;` not after `\`, then at the `=`).
+    static func csvList(_ items: [(name: String, value: String?)]) -> String {
+        items.map { item in
+            var name = ""
+            for c in item.name {
+                if c == "\\" || c == ";" || c == "=" { name.append("\\") }
+                name.append(c)
+            }
+            return item.value.map { name + "=" + $0 } ?? name
+        }.joined(separator: ";")
+    }
+
+    /// `s` for a table column: escaped, and cut to `limit` characters with `…` at the end
+    /// (a 5,000-character user id must not pad every row; json keeps it whole).
+    static func cell(_ s: String, limit: Int = 48) -> String {
         let safe = escaped(s)
-        guard safe.contains(where: { $0 == "," || $0 == "\"" }) else { return safe }
-        return "\"" + safe.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return safe.count <= limit ? safe : String(safe.prefix(limit - 1)) + "…"
     }
 }

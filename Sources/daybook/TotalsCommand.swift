@@ -30,6 +30,18 @@ enum TotalsCommand: Subcommand {
     first to the last row): give --to (e.g. today) to see the days after the last row, and
     --user with --from and --to to see every metric the user's sources sync, rows or not.
     A source's day is counted in the zone of its newest sample (UTC if it never sent one).
+    --from after --to is refused (64). Tables cut ids longer than 48 characters; json and
+    csv keep them whole.
+
+    CSV follows RFC 4180 and keeps the bytes: a field with a comma, quote, CR or LF is
+    quoted, its quotes doubled. The text cells — user, sources, unknown — are data from the
+    log: one that would start with =, +, -, @, tab or CR gets a ' in front (OWASP's advice
+    against CSV injection: a spreadsheet must not run a user id as a formula), and so does
+    one starting with ', so to read a cell back drop one leading ' if there is one. The
+    numeric cells (value, min, max, avg, count) are never altered. sources is the day's
+    shares in ranking order, watch=3000;phone=4050, and unknown the silent sources,
+    watch;phone; in a name, \\, ; and = are written \\\\, \\; and \\=, so both parse back
+    (split at each ; not after a \\, then at the first = not after a \\).
 
     EXIT CODES: 0 ok (also when nothing matches: 'no data'); 64 usage; 66 DIR missing or
     not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
@@ -56,6 +68,9 @@ enum TotalsCommand: Subcommand {
                 guard let day = CivilDay(text) else { throw CLIError.usage("\(flag) '\(TerminalText.escaped(text))' is not a date (YYYY-MM-DD)") }
                 query[keyPath: path] = day
             }
+        }
+        if let from = query.from, let to = query.to, from > to {
+            throw CLIError.usage("--from \(from) is after --to \(to): the range would hold no day; give --from on or before --to")
         }
         let format = arguments.value("--format") ?? "table"
         guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json, csv") }
@@ -87,11 +102,11 @@ enum TotalsCommand: Subcommand {
             for group in groups {
                 group.forEachDay(everyDay: false) { day, row, unknown in
                     guard row != nil || !unknown.isEmpty else { return }
-                    let silent = TerminalText.csvField(unknown.map(\.source).joined(separator: ";"))
+                    let silent = TerminalText.csvField(TerminalText.csvList(unknown.map { ($0.source, nil) }))
                     let lead = "\(TerminalText.csvField(group.user)),\(group.metric.rawValue),\(day)"
                     switch row?.summary {
                     case .cumulative(let v, let shares)?:
-                        let s = shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ";")
+                        let s = TerminalText.csvList(shares.map { ($0.source, DayTotal.format($0.value)) })
                         out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(silent)")
                     case .discrete(let lo, let hi, let avg, let n)?:
                         out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(silent)")
@@ -193,12 +208,12 @@ enum TotalsCommand: Subcommand {
             return
         }
         for group in groups {
-            out.line("\(TerminalText.escaped(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
+            out.line("\(TerminalText.cell(group.user)) · \(group.metric.rawValue) (\(group.metric.canonicalUnit))")
             group.forEachDay(everyDay: true) { day, row, unknown in
-                let silent = unknown.map { "\(TerminalText.escaped($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
+                let silent = unknown.map { "\(TerminalText.cell($0.source)) silent since \($0.lastSeen)" }.joined(separator: ", ")
                 switch row?.summary {
                 case .cumulative(let v, let shares)?:
-                    let parts = shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
+                    let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                     out.line("  \(day)  \(pad(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case .discrete(let lo, let hi, let avg, let n)?:
                     out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))

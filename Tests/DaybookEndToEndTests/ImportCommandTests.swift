@@ -39,7 +39,10 @@ import Testing
         #expect(totals.status == 0, "\(totals.stderr)")
         #expect(totals.stdout == expected.stdout)
         // Nothing staged is left behind in the temporary directory.
-        let staged = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("daybook-import") }
+        // (The staging lives in $TMPDIR/daybook-UID as daybook-import.tmp-PID.)
+        let mine = NSTemporaryDirectory() + "/daybook-\(getuid())"
+        let staged = ((try? FileManager.default.contentsOfDirectory(atPath: mine)) ?? []).filter { $0.hasPrefix("daybook-import") }
+            + (try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())).filter { $0.hasPrefix("daybook-import") }
         #expect(staged.isEmpty, "\(staged)")
     }
 
