@@ -28,8 +28,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition).
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
-        // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
-        // projection into a new data directory; no separate code).
+        // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
+        // verify/diff comparison and replay (its plan and run), each a projection too.
         .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
@@ -43,6 +43,9 @@ let package = Package(
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
         .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookCore", "DaybookTestSupport"]),
+        // The projector, rebuild, verify, diff and replay in process against EmbeddedBroker,
+        // into real shard files.
+        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
         .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"],
                     exclude: ["Fixtures"]),

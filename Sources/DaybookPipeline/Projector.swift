@@ -113,6 +113,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
     public var message: String
     /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
     public var shardKind: Shard.ShardError.Kind? = nil
+    /// For `.badRequest`: the partition asked for that the topic does not have.
+    public var partition: Int32? = nil
     public var description: String { message }
 }
 
@@ -302,6 +304,13 @@ public final class Projector: RebalanceHandler {
         return marks
     }
 
+    /// A re-read (`startOffsets`) cannot start before the first offset the log still holds.
+    static func checkRereadStart(_ start: Int64, tp: TopicPartition, low: Int64) throws(ProjectorError) {
+        guard start >= low else {
+            throw ProjectorError(kind: .badRequest, message: "\(tp): offset \(start) is before the first offset the log still holds (\(low)); re-read from \(low) or later")
+        }
+    }
+
     static func check(shard: Shard, tp: TopicPartition, low: Int64, high: Int64) throws {
         try LiveLogCheck.checkOffset(path: shard.path, next: shard.nextOffset, tp: tp, low: low, high: high)
     }
@@ -469,20 +478,14 @@ public final class Projector: RebalanceHandler {
         do {
             if options.solo {
                 var offsets: [TopicPartition: Int64] = [:]
-                let all = Array(0..<Int32(count))
                 // Every partition is checked before any shard is created.
-                for partition in options.partitions ?? [] where !all.contains(partition) {
-                    throw ProjectorError(kind: .badRequest, message: "\(options.topic) has no partition \(partition): it has \(count) (0…\(count - 1))")
-                }
-                for partition in options.partitions ?? all {
+                for partition in try PartitionChoice.resolve(options.partitions, topic: options.topic, count: count) {
                     let worker = try openWorker(partition)
                     let marks = try checkLog(worker.shard)
                     workers[partition] = worker
                     offsets[worker.partition] = worker.shard.nextOffset
                     if let start = options.startOffsets[partition], start < worker.shard.nextOffset {
-                        guard start >= marks.low else {
-                            throw ProjectorError(kind: .badRequest, message: "\(worker.partition): offset \(start) is before the first offset the log still holds (\(marks.low)); re-read from \(marks.low) or later")
-                        }
+                        try Self.checkRereadStart(start, tp: worker.partition, low: marks.low)
                         worker.rereadFrom = start
                         offsets[worker.partition] = start
                     }

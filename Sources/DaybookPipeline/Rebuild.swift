@@ -117,9 +117,7 @@ public final class Rebuilder {
         try checkPriority(layout: layout, live: live)
         // The topic and the partitions asked for exist, before any staging is cleared.
         let count = try access.checkedPartitionCount(request.topic, liveShardsIn: dir, timeout: request.connectTimeout, logger: logger)
-        for p in request.partitions ?? [] where !(0..<Int32(count)).contains(p) {
-            throw ProjectorError(kind: .badRequest, message: "\(request.topic) has no partition \(p): it has \(count) (0…\(count - 1))")
-        }
+        _ = try PartitionChoice.resolve(request.partitions, topic: request.topic, count: count)
 
         // Staging: carry on with a matching one, clear the rest and earlier generations.
         let housekeeping = try Housekeeping(directory: dir, layout: layout)

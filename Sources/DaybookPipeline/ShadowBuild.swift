@@ -46,10 +46,7 @@ public final class ShadowBuild {
         // Every partition of the topic is compared: one without a shard compares as empty,
         // so a missing shard shows as the rows it should hold.
         let count = try access.checkedPartitionCount(request.topic, liveShardsIn: dir, timeout: request.connectTimeout, logger: logger)
-        let all = Array(0..<Int32(count))
-        for p in request.partitions ?? [] where !all.contains(p) {
-            throw ProjectorError(kind: .badRequest, message: "\(request.topic) has no partition \(p): it has \(count) (0…\(count - 1))")
-        }
+        let partitions = try PartitionChoice.resolve(request.partitions, topic: request.topic, count: count)
         // Temporary directories of verify or diff runs that were killed.
         TemporaryName.removeOrphans(in: dir)
         let temporary = dir + "/" + TemporaryName.mine()
@@ -59,7 +56,6 @@ public final class ShadowBuild {
         let shadow = ShardReader(directory: temporary)
 
         var outcome = Outcome()
-        let partitions = request.partitions ?? all
         for first in stride(from: 0, to: partitions.count, by: Self.groupSize) {
             let group = partitions[first..<min(partitions.count, first + Self.groupSize)]
             // The live side first: its snapshots fix the offsets to build to.

@@ -124,7 +124,7 @@ enum DemoCommand: Subcommand {
         reranked.perMetric = reranked.perMetric.mapValues { ["phone"] + $0.filter { $0 != "phone" } }
         var changed = 0
         _ = try shadowCompare(RebuildRequest(dataDirectory: live, priority: reranked), access: access, logger: quiet,
-                              differ: { DiffCommand.valueOf($0) != DiffCommand.valueOf($1) }) { _ in changed += 1 }
+                              differ: { !$0.hasSameValue(as: $1) }) { _ in changed += 1 }
         let swapped: RebuildSummary
         do {
             swapped = try Rebuilder(request: RebuildRequest(dataDirectory: live, priority: reranked), access: access, logger: quiet)

@@ -165,7 +165,7 @@ enum VerifyCommand: Subcommand {
         var damaged = Set<Int32>()
         var out = OutputBuffer()
         var syncDifferences = 0
-        let outcome = try CompareRun.run(request, config: config, arguments: arguments, command: name, differ: { $0 != $1 }, report: { partition, d in
+        let outcome = try CompareRun.run(.everything, request, config: config, arguments: arguments, command: name, report: { partition, d in
             differences += 1
             damaged.insert(partition)
             out.line("DIFFERS \(TerminalText.escaped(d.key.description)): live \(CompareRun.describe(d.live)) · rebuilt \(CompareRun.describe(d.rebuilt))")
@@ -193,22 +193,13 @@ enum VerifyCommand: Subcommand {
         return "check-in \(t(p.lastCheckIn)), sample delivered \(t(p.lastSampleDelivered)), newest end \(t(p.newestSampleEnd)) \(p.zone.map { TerminalText.escaped($0) } ?? "-"), metrics \(metrics)"
     }
 
-    /// The priority the live projection was built under: the manifest's, else the shards'
-    /// own record, which must then be the configured one.
+    /// The priority the live projection was built under (see `ProjectionComparison.livePriority`).
     static func livePriority(_ data: String, configured: SourcePriority, topic: String, configFile: String?) throws -> SourcePriority {
-        let layout: DataLayout
-        let recorded: [String]
         do {
-            layout = try DataLayout.read(data)
-            recorded = Set(try ShardReader(directory: data).offsets(topic: topic).values.compactMap(\.fingerprint)).sorted()
-        } catch {
-            throw CLIError(error)
+            return try ProjectionComparison.livePriority(directory: data, topic: topic, configured: configured)
+        } catch let e as LivePriorityMismatch {
+            throw CLIError(code: ExitCode.config, message: "the shards in \(e.directory) were built under source priority \(e.recorded), but \(configFile ?? "the built-in configuration") says \(e.configured): pass the --config they were built with")
         }
-        if let p = layout.priority { return p }
-        if let other = recorded.first(where: { !SourcePriority.sameRanking($0, configured.fingerprint) }) {
-            throw CLIError(code: ExitCode.config, message: "the shards in \(data) were built under source priority \(other), but \(configFile ?? "the built-in configuration") says \(configured.fingerprint): pass the --config they were built with")
-        }
-        return configured
     }
 }
 
@@ -257,9 +248,9 @@ enum DiffCommand: Subcommand {
         case "table": out.line("user · metric · day: live → under \(config.priority.fingerprint) (change)")
         default: break
         }
-        let outcome = try CompareRun.run(request, config: config, arguments: arguments, command: name, differ: { valueOf($0) != valueOf($1) }) { _, d in
+        let outcome = try CompareRun.run(.values, request, config: config, arguments: arguments, command: name) { _, d in
             changed += 1
-            let change = CompareRun.change(d)
+            let change = d.change
             switch format {
             case "json":
                 out.line("{\"user\":\(JSONWriter.quoted(d.key.user)),\"metric\":\"\(d.key.metric.rawValue)\",\"day\":\"\(d.key.day)\",\"live\":\(json(d.live)),\"rebuilt\":\(json(d.rebuilt)),\"change\":\(change.map(DayTotal.format) ?? "null")}")
@@ -273,12 +264,6 @@ enum DiffCommand: Subcommand {
         out.flush()
         printError("diff: \(changed) of \(outcome.rows) rows would change under \(config.priority.fingerprint) (\(outcome.offsets.count) partition\(outcome.offsets.count == 1 ? "" : "s") compared up to the live offsets); nothing live was touched")
         return ExitCode.ok
-    }
-
-    /// What a row's value is, without the per-source shares.
-    static func valueOf(_ t: DayTotal) -> DaySummary {
-        if case .cumulative(let v, _) = t.summary { return .cumulative(value: v, sources: []) }
-        return t.summary
     }
 
     static func plain(_ t: DayTotal?) -> String {
@@ -301,20 +286,14 @@ enum DiffCommand: Subcommand {
 
 /// The shared run of `verify` and `diff`: a temporary build compared row by row.
 enum CompareRun {
-    static func run(_ request: RebuildRequest, config: DaybookConfiguration, arguments: ParsedArguments, command: String,
-                    differ: @escaping (DayTotal, DayTotal) -> Bool, report: @escaping (Int32, RowDifference) -> Void,
-                    syncReport: ((Int32, SyncDifference) -> Void)? = nil) throws -> ShadowBuild.Outcome {
+    static func run(_ scope: ProjectionComparison.Scope, _ request: RebuildRequest, config: DaybookConfiguration,
+                    arguments: ParsedArguments, command: String, report: (Int32, RowDifference) -> Void,
+                    syncReport: (Int32, SyncDifference) -> Void = { _, _ in }) throws -> ShadowBuild.Outcome {
         Shutdown.install()
         var reporter = ProgressReporter()
         do {
-            let outcome = try ShadowBuild(request: request, access: RebuildOptions.access(config), logger: RebuildOptions.logger(command, arguments))
-                .run(shouldStop: { Shutdown.isRequested }, progress: { reporter.update($0.line(command)) }) { partition, live, rebuilt in
-                    let rows = try compareRows(try live.rows(), try rebuilt.rows(), differ: differ) { report(partition, $0) }
-                    if let syncReport {
-                        _ = try compareSyncState(try live.syncState(), try rebuilt.syncState()) { syncReport(partition, $0) }
-                    }
-                    return rows
-                }
+            let outcome = try ProjectionComparison(request: request, access: RebuildOptions.access(config), logger: RebuildOptions.logger(command, arguments))
+                .run(scope, shouldStop: { Shutdown.isRequested }, progress: { reporter.update($0.line(command)) }, row: report, sync: syncReport)
             reporter.finish()
             return outcome
         } catch {
@@ -331,11 +310,5 @@ enum CompareRun {
         case .discrete(let lo, let hi, let avg, let n):
             return "min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples"
         }
-    }
-
-    /// rebuilt − live, for two cumulative values (a missing row counts as no value, not 0).
-    static func change(_ d: RowDifference) -> Double? {
-        guard case .cumulative(let a, _)? = d.live?.summary, case .cumulative(let b, _)? = d.rebuilt?.summary else { return nil }
-        return b - a
     }
 }

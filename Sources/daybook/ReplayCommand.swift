@@ -81,17 +81,10 @@ enum ReplayCommand: Subcommand {
       daybook replay --brokers localhost:9092 --data /var/lib/daybook --from-offset 0 --partition 2
     """
 
-    /// Where the re-read starts, as asked.
-    enum Start: Equatable {
-        case offset(Int64)
-        /// Milliseconds since 1970 (Kafka timestamps), and the moment as the user gave it.
-        case time(milliseconds: Int64, described: String)
-    }
-
     static let modes = ["--from-offset", "--from-time", "--by-duration"]
 
     /// The start the command line asks for; a usage error naming the value otherwise.
-    static func start(_ arguments: ParsedArguments, now: Date = Date()) throws -> Start {
+    static func start(_ arguments: ParsedArguments, now: Date = Date()) throws -> ReplayStart {
         let given = modes.filter { arguments.value($0) != nil }
         guard given.count == 1 else {
             if given.isEmpty {
@@ -130,24 +123,19 @@ enum ReplayCommand: Subcommand {
         return .time(milliseconds: ms, described: "\(Instant(nanoseconds: ms * 1_000_000)) (now - \(text))")
     }
 
-    /// One partition's plan.
-    struct Plan {
-        var partition: Int32
-        /// The shard's next offset (0 when there is no shard yet).
-        var shardOffset: Int64
-        var hasShard: Bool
-        /// Where the replay starts: the asked start, or the shard's offset when that is lower.
-        var start: Int64
-        /// The log's end when planned.
-        var end: Int64
+    /// The `--dry-run` line of a partition's plan.
+    static func line(_ plan: ReplayPlan) -> String {
+        "partition \(plan.partition): shard offset \(plan.shardOffset)\(plan.hasShard ? "" : " (no shard yet)"), start offset \(plan.start), log end \(plan.end): "
+            + "would re-read offsets \(plan.start)..<\(plan.shardOffset) (\(plan.rereads) events below the shard's offset), then apply \(plan.newEvents) new"
+    }
 
-        var rereads: Int64 { shardOffset - start }
-        var newEvents: Int64 { max(0, end - shardOffset) }
-
-        /// The `--dry-run` line.
-        var line: String {
-            "partition \(partition): shard offset \(shardOffset)\(hasShard ? "" : " (no shard yet)"), start offset \(start), log end \(end): "
-                + "would re-read offsets \(start)..<\(shardOffset) (\(rereads) events below the shard's offset), then apply \(newEvents) new"
+    /// What planning tells on stderr.
+    static func describe(_ note: ReplayNote) -> String {
+        switch note {
+        case .foundByReading(let tps, let described):
+            return "replay: the cluster's time index found no message at or after \(described) in \(tps.map(\.description).joined(separator: ", ")), although the log has some (librdkafka's mock cluster behind 'daybook broker' keeps no time index): found by reading message timestamps"
+        case .startAboveShard(let tp, let asked, let shardOffset):
+            return "replay: \(tp): start offset \(asked) is above the shard's offset \(shardOffset): starting there would skip offsets \(shardOffset)..<\(asked), which the shard has not applied yet, so it starts at \(shardOffset) (nothing to re-read)"
         }
     }
 
@@ -161,19 +149,22 @@ enum ReplayCommand: Subcommand {
         let dryRun = arguments.has("--dry-run")
         let logger = Logger(label: "replay", level: arguments.has("--verbose") ? .info : .warning)
 
-        // The live shards: a missing DIR is 66 (a typo must not start a new projection).
-        let layout: DataLayout
-        do {
-            layout = try DataLayout.read(data)
-        } catch {
-            throw CLIError(error)
-        }
+        var replayer = Replayer(directory: data, access: LogAccess(connection: config.connection, consumer: config.consumer, producer: config.producer),
+                                priority: config.priority, logger: logger)
+        replayer.topic = topic
+        replayer.connectTimeout = connectTimeout
+        replayer.cacheBytes = config.cacheMegabytes << 20
         Shutdown.install()
-        let plans = try plan(start, partitions: chosen, topic: topic, data: data, layout: layout, config: config,
-                             connectTimeout: connectTimeout, logger: logger)
+        let plans: [ReplayPlan]
+        do {
+            // The live shards must exist: a missing DIR is 66 (a typo must not start a new projection).
+            plans = try replayer.plan(start, partitions: chosen, shouldStop: { Shutdown.isRequested }) { printError(describe($0)) }
+        } catch let error as ProjectorError where error.kind == .badRequest && error.partition != nil {
+            throw CLIError.usage("--partition \(error.partition ?? 0): \(error.message)")
+        }
         if dryRun {
             var out = OutputBuffer()
-            for plan in plans { out.line(plan.line) }
+            for plan in plans { out.line(line(plan)) }
             out.flush()
             return ExitCode.ok
         }
@@ -181,21 +172,10 @@ enum ReplayCommand: Subcommand {
             printError("replay: partition \(plan.partition): re-reading offsets \(plan.start)..<\(plan.shardOffset) (\(plan.rereads) events below the shard's offset), then applying \(plan.newEvents) new")
         }
 
-        var options = ProjectorOptions(dataDirectory: data)
-        options.solo = true
-        options.untilCaughtUp = true
-        options.partitions = plans.map(\.partition)
-        options.startOffsets = Dictionary(uniqueKeysWithValues: plans.filter { $0.start < $0.shardOffset }.map { ($0.partition, $0.start) })
-        options.connectTimeout = connectTimeout
-        options.topic = topic
-        options.cacheBytes = config.cacheMegabytes << 20
-        options.followGenerations = false
         let summary: ProjectorSummary
         var reporter = ProgressReporter()
         do {
-            let projector = try Projector(connection: config.connection, consumer: config.consumer, producer: config.producer,
-                                          priority: config.priority, options: options, logger: logger)
-            summary = try projector.run(shouldStop: { Shutdown.isRequested }) { progress in
+            summary = try replayer.run(plans, shouldStop: { Shutdown.isRequested }) { progress in
                 reporter.update(progress.line("replay"))
             }
         } catch {
@@ -209,117 +189,10 @@ enum ReplayCommand: Subcommand {
         }
         reporter.finish()
         // `applied` and `deadLetters` count every message read, `reread` those below the shards' offsets.
-        let newlyApplied = summary.applied + summary.deadLetters - summary.reread
+        let newlyApplied = summary.newlyApplied
         let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
         let ending = summary.caughtUp ? "; caught up" : "; stopped before the end of the log: run replay again to finish"
         printError("replay: re-read \(summary.reread) below the shards' offsets, newly applied \(newlyApplied), \(summary.rowsChanged) rows recomputed, dead letters \(summary.deadLetters) (re-read ones are not recorded twice) in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(ending)")
         return ExitCode.ok
-    }
-
-    /// Reads the shards' offsets (read-only: safe beside a projector) and the log's offsets,
-    /// and decides where each partition starts. Touches nothing.
-    static func plan(_ start: Start, partitions chosen: [Int32]?, topic: String, data: String, layout: DataLayout,
-                     config: DaybookConfiguration, connectTimeout: Duration, logger: Logger) throws -> [Plan] {
-        var connection = config.connection
-        // Each message read for a time lookup waits for the fetch before it: keep those short.
-        connection.properties["fetch.wait.max.ms"] = "10"
-        let consumer: KafkaConsumer
-        do {
-            consumer = try KafkaConsumer(connection: connection, configuration: config.consumer, logger: logger)
-        } catch {
-            throw CLIError(error)
-        }
-        defer { consumer.close() }
-        let timeout = connectTimeout.wholeMilliseconds
-
-        // The topic, asked in rounds of at most a second so that Ctrl-C is heard.
-        let count: Int
-        do {
-            guard let n = try consumer.partitionCount(topic, within: connectTimeout, shouldStop: { Shutdown.isRequested }) else {
-                throw CLIError(code: ExitCode.unavailable, message: "interrupted while reaching the Kafka cluster")
-            }
-            count = n
-        } catch let error as KafkaError {
-            throw CLIError(code: ExitCode.unavailable, message: "\(error)")
-        }
-        let all = Array(0..<Int32(count))
-        let partitions = chosen ?? all
-        for p in partitions where !all.contains(p) {
-            throw CLIError.usage("--partition \(p): \(topic) has no partition \(p): it has \(count) (0…\(count - 1))")
-        }
-        // The shards' cluster and partitions, as the run's projector checks them: a dry run
-        // must refuse what the run would.
-        do {
-            try LiveLogCheck.check(directory: data, topic: topic, count: count, consumer: consumer, timeout: connectTimeout)
-        } catch {
-            throw CLIError(error)
-        }
-
-        var shardOffsets: [Int32: Int64] = [:]
-        do {
-            for shard in try ShardReader(directory: data).progress() where shard.topic == topic {
-                shardOffsets[shard.partition] = shard.nextOffset
-            }
-        } catch {
-            throw CLIError(error) // 65 not a shard, 74 storage
-        }
-
-        var marks: [Int32: (low: Int64, high: Int64)] = [:]
-        do {
-            for p in partitions { marks[p] = try consumer.watermarks(TopicPartition(topic, p), timeoutMilliseconds: timeout) }
-        } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "reading the offsets of \(topic): \(error)")
-        }
-
-        var asked: [Int32: Int64] = [:]
-        switch start {
-        case .offset(let n):
-            for p in partitions { asked[p] = n }
-        case .time(let ms, let described):
-            let tps = partitions.map { TopicPartition(topic, $0) }
-            let found: [TopicPartition: KafkaConsumer.TimeOffset]
-            do {
-                found = try consumer.offsets(atOrAfter: ms, in: tps, timeoutMilliseconds: timeout)
-            } catch {
-                throw CLIError(code: ExitCode.unavailable, message: "looking up the offsets of \(described) in \(topic): \(error)")
-            }
-            let read = tps.filter { found[$0]?.byReading == true }
-            if !read.isEmpty {
-                printError("replay: the cluster's time index found no message at or after \(described) in \(read.map(\.description).joined(separator: ", ")), although the log has some (librdkafka's mock cluster behind 'daybook broker' keeps no time index): found by reading message timestamps")
-            }
-            for tp in tps {
-                // No message that late: start at the end, nothing to re-read.
-                asked[tp.partition] = found[tp]?.offset ?? marks[tp.partition]?.high ?? 0
-            }
-        }
-
-        var plans: [Plan] = []
-        for p in partitions {
-            let tp = TopicPartition(topic, p)
-            let (low, high) = marks[p] ?? (0, 0)
-            let hasShard = FileManager.default.fileExists(atPath: layout.path(topic: topic, partition: p))
-            let shardOffset = shardOffsets[p] ?? 0
-            if shardOffset < low {
-                throw CLIError(code: ExitCode.logMismatch, message: """
-                    \(tp): the log starts at offset \(low), but the shard needs offset \(shardOffset) next: messages \(shardOffset)..<\(low) \
-                    are gone (retention), so this shard cannot be made exact by replaying; nothing was read. See 'daybook project --help'.
-                    """)
-            }
-            if shardOffset > high {
-                throw CLIError(code: ExitCode.logMismatch, message: """
-                    \(tp): the log ends at offset \(high), but the shard has applied offsets up to \(shardOffset - 1): this is not the \
-                    log the shard was built from (a recreated topic, another cluster); nothing was read. See 'daybook project --help'.
-                    """)
-            }
-            let wanted = asked[p] ?? shardOffset
-            if wanted < low {
-                throw CLIError.usage("\(tp): offset \(wanted) is before the first offset the log still holds (\(low)); re-read from \(low) or later")
-            }
-            if wanted > shardOffset {
-                printError("replay: \(tp): start offset \(wanted) is above the shard's offset \(shardOffset): starting there would skip offsets \(shardOffset)..<\(wanted), which the shard has not applied yet, so it starts at \(shardOffset) (nothing to re-read)")
-            }
-            plans.append(Plan(partition: p, shardOffset: shardOffset, hasShard: hasShard, start: min(wanted, shardOffset), end: high))
-        }
-        return plans
     }
 }
