@@ -60,7 +60,8 @@ public enum ConsumerEvent: Sendable {
 
 /// Reports partition assignment changes of the group. Both calls run inside `poll`, on the
 /// polling thread, inside librdkafka's rebalance callback: record what changed and return;
-/// do no I/O and take no locks there (the group waits for the callback).
+/// do no I/O and take no locks there (the group waits for the callback). `poll` returns
+/// right after the callback, so the polling loop can act on what was recorded at once.
 public protocol RebalanceHandler: AnyObject {
     /// The group gave these partitions to this member. They are held (nothing is fetched)
     /// until `KafkaConsumer.start` gives each its offset, from the poll loop.

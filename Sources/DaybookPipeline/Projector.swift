@@ -182,26 +182,18 @@ public final class Projector: RebalanceHandler {
 
     // MARK: RebalanceHandler
 
-    // Runs inside librdkafka's rebalance callback: only records. Shards are opened, checked
-    // against the log and started from the poll loop (`startHeldPartitions`).
+    // Run inside librdkafka's rebalance callback: only record. The poll loop closes what
+    // was taken away and opens, checks and starts what was given (`actOnAssignments`).
     public func assigned(_ partitions: [TopicPartition]) {
-        hasAssignment = true
-        for tp in partitions where tp.topic == options.topic { held.insert(tp.partition) }
+        assignments.assigned(partitions.filter { $0.topic == options.topic }.map(\.partition))
     }
 
     public func revoked(_ partitions: [TopicPartition]) {
-        hasAssignment = false
-        for tp in partitions {
-            held.remove(tp.partition)
-            workers[tp.partition] = nil
-        }
-        shareCache()
+        assignments.revoked(partitions.map(\.partition))
     }
 
-    /// The group has given this member its share (possibly none) and not taken it back.
-    private var hasAssignment = false
-    /// Partitions assigned and not yet started (the consumer holds them paused).
-    private var held: Set<Int32> = []
+    /// What the group gave and took, waiting for the poll loop to act on it.
+    private var assignments = Assignments()
     /// The cluster's id, when it reports one; recorded in each shard and checked on open.
     private var clusterID: String?
     /// The producers' partitioner (`ProducerConfiguration.partitioner`) and the topic's
@@ -259,24 +251,46 @@ public final class Projector: RebalanceHandler {
         }
     }
 
-    /// Opens, checks and starts the partitions the group assigned since the last poll.
-    private func startHeldPartitions() throws {
-        guard !held.isEmpty else { return }
+    /// Closes the shards of partitions the group took away and opens, checks and starts
+    /// those it gave, since the loop last acted.
+    private func actOnAssignments() throws {
+        let actions = assignments.take()
+        guard !actions.isEmpty else { return }
+        for partition in actions.close {
+            workers[partition] = nil // closes the shard and lets go of its lock
+        }
         var offsets: [TopicPartition: Int64] = [:]
-        for partition in held.sorted() {
-            let worker = try openWorker(partition)
+        for partition in actions.start {
+            let worker = try openHandedOver(partition)
             try checkLog(worker.shard)
             workers[partition] = worker
             offsets[worker.partition] = worker.shard.nextOffset
         }
-        held.removeAll()
+        assignments.started(actions.start)
         shareCache()
+        guard !offsets.isEmpty else { return }
         do {
             try consumer.start(offsets)
         } catch {
             throw ProjectorError(kind: .kafka, message: "starting \(offsets.keys.sorted().map(\.description).joined(separator: ", ")): \(error)")
         }
     }
+
+    /// Opens the shard of a partition the group gave. A member of the group on the same
+    /// data directory that was given it before closes it from its own poll loop, right after
+    /// its rebalance callback: its lock is waited for briefly, then refused as any other.
+    private func openHandedOver(_ partition: Int32) throws -> PartitionWorker {
+        let deadline = ContinuousClock.now + Self.handoverWait
+        while true {
+            do {
+                return try openWorker(partition)
+            } catch let error as Shard.ShardError where error.kind == .locked && ContinuousClock.now < deadline {
+                usleep(20_000)
+            }
+        }
+    }
+
+    static let handoverWait: Duration = .seconds(1)
 
     /// Refuses a shard whose offsets belong to another cluster's log.
     private func checkCluster(_ shard: Shard) throws {
@@ -490,7 +504,7 @@ public final class Projector: RebalanceHandler {
                         offsets[worker.partition] = start
                     }
                 }
-                hasAssignment = true
+                assignments.took()
                 shareCache()
                 try consumer.readDirectly(offsets.keys.sorted(), startingAt: offsets)
             } else {
@@ -512,15 +526,16 @@ public final class Projector: RebalanceHandler {
         while !shouldStop() {
             do {
                 try followManifest()
-                try startHeldPartitions()
+                try actOnAssignments()
             } catch {
                 throw classify(error)
             }
             let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
             try checkClusterStillAnswers(heardFrom: !events.isEmpty)
-            // Assignments recorded during this poll are started before their messages count.
+            // What the group changed during this poll is acted on before its messages count:
+            // a revoked partition's messages are not applied, a given one's are.
             do {
-                try startHeldPartitions()
+                try actOnAssignments()
             } catch {
                 throw classify(error)
             }
@@ -586,7 +601,7 @@ public final class Projector: RebalanceHandler {
                 progress(snapshot(rate: rate))
             }
             // A member the group gave nothing to is caught up on what it owns, too.
-            if options.untilCaughtUp, hasAssignment, held.isEmpty,
+            if options.untilCaughtUp, assignments.hasAssignment, assignments.held.isEmpty,
                options.catchUpTargets == nil ? workers.values.allSatisfy(\.isCaughtUp) && byPartition.isEmpty : try targetsMet() {
                 summary.caughtUp = true
                 break
@@ -655,7 +670,7 @@ public final class Projector: RebalanceHandler {
         }
         var progress = ProjectorProgress(applied: statistics.applied, deadLetters: statistics.deadLetters, eventsPerSecond: rate, partitions: parts)
         progress.statistics = statistics
-        if !options.solo, !hasAssignment || !held.isEmpty {
+        if !options.solo, !assignments.hasAssignment || !assignments.held.isEmpty {
             progress.waiting = "waiting for consumer group \(groupID) to assign partitions (a member that restarted waits until its old membership expires: session.timeout.ms = \(sessionTimeoutMilliseconds / 1_000) s)"
         }
         return progress

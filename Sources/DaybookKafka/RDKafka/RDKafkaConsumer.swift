@@ -30,6 +30,10 @@ final class RDKafkaConsumer {
                     _ = callbacks.onRebalance?(false, list)
                     rd_kafka_assign(rk, nil)
                 }
+                // The handler only recorded the change: return from this poll at once, so that
+                // the caller's loop acts on it (closes what was taken away before another
+                // member is given it) instead of waiting out the poll's timeout.
+                rd_kafka_yield(rk)
             }
         }
         rd_kafka_poll_set_consumer(client.handle)

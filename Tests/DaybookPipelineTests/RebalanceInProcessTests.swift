@@ -1,0 +1,166 @@
+@testable import DaybookPipeline
+import DaybookCore
+import DaybookKafka
+import DaybookStore
+import Foundation
+import Testing
+
+/// "Callbacks record, the loop acts": what the group gives and takes is recorded by the
+/// rebalance callback (`Assignments`, no I/O) and acted on by the poll loop.
+@Suite struct AssignmentsTests {
+    @Test func givenPartitionsAreStartedByTheLoopNotWhenRecorded() {
+        var a = Assignments()
+        #expect(!a.hasAssignment)
+        a.assigned([2, 0])
+        #expect(a.hasAssignment)
+        #expect(a.held == [0, 2])
+        let actions = a.take()
+        #expect(actions == .init(close: [], start: [0, 2]))
+        // Held until the loop says they are started.
+        #expect(a.held == [0, 2])
+        a.started(actions.start)
+        #expect(a.held.isEmpty)
+        #expect(a.take().isEmpty)
+    }
+
+    @Test func takenPartitionsAreClosedByTheLoopAndOnesGivenBackAreOpenedAgain() {
+        var a = Assignments()
+        a.assigned([0, 1, 2])
+        a.started(a.take().start)
+        // An eager rebalance within one poll: everything taken, then a share given back.
+        a.revoked([0, 1, 2])
+        #expect(!a.hasAssignment)
+        a.assigned([1])
+        #expect(a.hasAssignment)
+        #expect(a.take() == .init(close: [0, 1, 2], start: [1]))
+        a.started([1])
+        // Given and taken before the loop acted: nothing to start, its (absent) shard closed.
+        a.assigned([3])
+        a.revoked([3])
+        #expect(a.take() == .init(close: [3], start: []))
+        #expect(a.take().isEmpty)
+    }
+
+    @Test func aSoloProjectorTakesEverythingAtOnce() {
+        var a = Assignments()
+        a.took()
+        #expect(a.hasAssignment)
+        #expect(a.take().isEmpty)
+    }
+}
+
+/// Two members of one consumer group on one data directory, in process: the second one's
+/// arrival moves partitions from the first (which closes their shards in its poll loop,
+/// letting go of their locks) and the shards end equal to the in-memory rollup.
+@Suite(.serialized) struct RebalanceInProcessTests {
+    /// A member running on its own thread until told to stop.
+    final class Member: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stop = false
+        private var _partitions: Set<Int32> = []
+        private var _maxPartitions = 0
+        private var _error: (any Error)?
+        private let done = DispatchSemaphore(value: 0)
+
+        init(rig: PipelineRig, dir: String, group: String) {
+            let connection = rig.connection
+            let consumer = rig.consumer(group: group)
+            let thread = Thread { [self] in
+                defer { done.signal() }
+                do {
+                    var options = ProjectorOptions(dataDirectory: dir)
+                    options.connectTimeout = .seconds(10)
+                    let projector = try Projector(connection: connection, consumer: consumer, producer: ProducerConfiguration(),
+                                                  priority: .builtIn, options: options, logger: .silent)
+                    _ = try projector.run(shouldStop: { self.locked { self.stop } }) { progress in
+                        self.locked {
+                            self._partitions = Set(progress.partitions.map(\.partition))
+                            self._maxPartitions = max(self._maxPartitions, self._partitions.count)
+                        }
+                    }
+                } catch {
+                    locked { _error = error }
+                }
+            }
+            thread.start()
+        }
+
+        private func locked<T>(_ body: () -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body()
+        }
+
+        var partitions: Set<Int32> { locked { _partitions } }
+        var maxPartitions: Int { locked { _maxPartitions } }
+
+        /// Stops the member and waits for it; its error, if it failed.
+        func finish() -> (any Error)? {
+            locked { stop = true }
+            done.wait()
+            done.signal() // a second finish returns at once
+            return locked { _error }
+        }
+    }
+
+    /// ana-like days for many users: watch 08:00–09:00 600, phone 08:30–09:30 300, each day
+    /// 600 + 150 = 750 (naive sum 900, max 600).
+    static func users(_ range: Range<Int>) throws -> [Event] {
+        try range.flatMap { i in
+            [
+                try Fixture.sample("user-\(i)", "w-\(i)", "watch", "2024-03-25T08:00:00Z", "2024-03-25T09:00:00Z", 600),
+                try Fixture.sample("user-\(i)", "p-\(i)", "phone", "2024-03-25T08:30:00Z", "2024-03-25T09:30:00Z", 300),
+            ]
+        }
+    }
+
+    /// Waits up to `seconds` for `condition`.
+    static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return try condition()
+    }
+
+    @Test(.timeLimit(.minutes(2))) func aSecondMemberTakesPartitionsAndTheShardsEqualTheRollup() throws {
+        let rig = try PipelineRig(partitions: 4)
+        let group = "rebalance-\(UUID().uuidString)"
+        let dir = rig.dataDirectory()
+        let first = try Self.users(0..<40)
+        try rig.publish(first)
+
+        let a = Member(rig: rig, dir: dir, group: group)
+        var b: Member?
+        defer {
+            _ = b?.finish()
+            _ = a.finish()
+        }
+        #expect(Self.eventually(30) { (try? PipelineRig.rows(dir)) == PipelineRig.rollup(first) })
+        #expect(Self.eventually(10) { a.partitions.count == 4 })
+
+        // The second member joins: the group moves some of a's partitions to it.
+        b = Member(rig: rig, dir: dir, group: group)
+        let second = try Self.users(40..<80)
+        try rig.publish(second)
+        // Each member ends with a share, and the two shares are the four partitions.
+        #expect(Self.eventually(40) {
+            let (pa, pb) = (a.partitions, b?.partitions ?? [])
+            return !pa.isEmpty && !pb.isEmpty && pa.union(pb) == [0, 1, 2, 3] && pa.isDisjoint(with: pb)
+        })
+        #expect(Self.eventually(30) { (try? PipelineRig.rows(dir)) == PipelineRig.rollup(first + second) })
+
+        let errorB = b?.finish()
+        b = nil
+        let errorA = a.finish()
+        #expect(errorA == nil, "\(String(describing: errorA))")
+        #expect(errorB == nil, "\(String(describing: errorB))")
+        let rows = try PipelineRig.rows(dir)
+        #expect(rows == PipelineRig.rollup(first + second))
+        #expect(rows.count == 80)
+        #expect(rows.allSatisfy { Fixture.steps([$0], $0.key.user) == 750 })
+        // Every event applied exactly once: the shards' offsets sum to the log's length.
+        #expect(try ShardReader(directory: dir).offsets(topic: PipelineRig.topic).values.map(\.nextOffset).reduce(0, +) == Int64(first.count + second.count))
+    }
+}
