@@ -55,6 +55,40 @@ import Testing
         #expect(Fixture.steps(try PipelineRig.rows(dir), "ben") == 1400)
     }
 
+    @Test func aReplayOfOnePartitionRestoresItsSharesAndHeartRateRowsAndLeavesTheOtherAlone() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let heart = try [("08:10", 70.0), ("08:20", 90.0)].map { time, bpm in
+            Event.sampleAdded(Sample(user: "ana", uuid: "a-h-\(time)", metric: .heartRate, source: "watch",
+                                     start: try Instant(rfc3339: "2024-03-25T\(time):00Z"), end: try Instant(rfc3339: "2024-03-25T\(time):00Z"),
+                                     value: bpm, zone: "UTC"))
+        }
+        let events = try Fixture.events() + heart
+        try rig.publish(events)
+        let dir = rig.dataDirectory()
+        try rig.project(into: dir)
+        let expected = try PipelineRig.rows(dir)
+        #expect(expected == PipelineRig.rollup(events))
+        // ana's heart rate: min 70, max 90, average (70 + 90) / 2 = 80 over 2 samples.
+        #expect(expected.first { $0.key.user == "ana" && $0.key.metric == .heartRate }?.summary == .discrete(min: 70, max: 90, average: 80, count: 2))
+
+        let anaPartition = Partitioner.default.partition(ofKey: Array("ana".utf8), count: 2)
+        let otherPath = try PipelineRig.shard(dir, partition: 1 - anaPartition)
+        let otherBytes = try Data(contentsOf: URL(fileURLWithPath: otherPath))
+        // Hand edits in ana's shard: a per-source share of her steps, and her heart rate.
+        try PipelineRig.edit(try PipelineRig.shard(dir, partition: anaPartition), """
+            UPDATE total_sources SET value = 1 WHERE user = 'ana' AND metric = 'steps';
+            UPDATE totals SET max = 250, count = count + 1 WHERE user = 'ana' AND metric = 'heart_rate';
+            """)
+        #expect(try PipelineRig.rows(dir) != expected)
+
+        let plans = try replayer(rig, dir).plan(.offset(0), partitions: [anaPartition])
+        #expect(plans.map(\.partition) == [anaPartition])
+        let summary = try replayer(rig, dir).run(plans)
+        #expect(summary.newlyApplied == 0)
+        #expect(try PipelineRig.rows(dir) == expected)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: otherPath)) == otherBytes)
+    }
+
     @Test func planningTouchesNothingAndAStartAboveTheShardStartsAtTheShard() throws {
         let rig = try PipelineRig(partitions: 2)
         let events = try Fixture.events()
