@@ -28,12 +28,14 @@ public enum LiveLogCheck {
             try checkCluster(path: shard.path, recorded: shard.clusterID, reached: cluster)
         }
         for shard in shards where !(0..<Int32(count)).contains(shard.partition) {
-            throw ProjectorError(kind: .logMismatch, message: """
+            var error = ProjectorError(kind: .logMismatch, message: """
                 \(directory) has a shard of \(topic) partition \(shard.partition) (\(shard.path)), but the topic has \(count) \
-                partition\(count == 1 ? "" : "s") in the cluster --brokers reaches: this is not the log the shards were built from \
-                (another cluster, or a recreated topic). Nothing was read. Point --brokers at the cluster the shards came from, or \
-                project this cluster into a new --data directory.
+                partition\(count == 1 ? "" : "s") in the cluster reached: this is not the log the shards were built from \
+                (another cluster, or a recreated topic). Nothing was read. Connect to the cluster the shards came from, or \
+                project this cluster into a new data directory.
                 """)
+            error.detail = .partitionMissing(directory: directory, topic: topic, partition: shard.partition, path: shard.path, count: count)
+            throw error
         }
         for shard in shards {
             let tp = TopicPartition(topic, shard.partition)
@@ -51,29 +53,35 @@ public enum LiveLogCheck {
     /// in this log. (A shard that records none is older than the check: it is let through.)
     static func checkCluster(path: String, recorded: String?, reached: String?) throws {
         guard let recorded, let reached, recorded != reached else { return }
-        throw ProjectorError(kind: .logMismatch, message: """
-            \(path) was built from the log of Kafka cluster \(recorded), but --brokers reaches cluster \(reached). \
-            Its offsets mean nothing in this cluster's log, so nothing was read. Point --brokers at cluster \(recorded), \
-            or project this cluster into a new --data directory.
+        var error = ProjectorError(kind: .logMismatch, message: """
+            \(path) was built from the log of Kafka cluster \(recorded), but the consumer reaches cluster \(reached). \
+            Its offsets mean nothing in this cluster's log, so nothing was read. Connect to cluster \(recorded), \
+            or project this cluster into a new data directory.
             """)
+        error.detail = .otherCluster(path: path, recorded: recorded, reached: reached)
+        throw error
     }
 
     /// A shard's next offset must lie inside its partition's log: `low ≤ next ≤ high`.
     static func checkOffset(path: String, next: Int64, tp: TopicPartition, low: Int64, high: Int64) throws {
         if next < low {
-            throw ProjectorError(kind: .logMismatch, message: """
+            var error = ProjectorError(kind: .logMismatch, message: """
                 \(tp): the log starts at offset \(low), but \(path) needs offset \(next) next: messages \(next)..<\(low) \
                 are gone (deleted by retention, or the topic was truncated), so this projection cannot be made exact and nothing \
-                was applied past offset \(next). Keep the topic's whole history (retention.ms=-1, see topics/) and rebuild from \
+                was applied past offset \(next). Keep the topic's whole history (retention.ms=-1) and rebuild from \
                 a complete log, or restore the shards from a backup taken at or after offset \(low).
                 """)
+            error.detail = .gap(path: path, tp: tp, next: next, low: low)
+            throw error
         }
         if next > high {
-            throw ProjectorError(kind: .logMismatch, message: """
+            var error = ProjectorError(kind: .logMismatch, message: """
                 \(tp): the log ends at offset \(high), but \(path) has already applied offsets up to \(next - 1): \
-                this is not the log the shard was built from (the topic was deleted and recreated, or --brokers names another \
-                cluster). Nothing was read. Point --brokers at the cluster the shard came from, or project into a new --data directory.
+                this is not the log the shard was built from (the topic was deleted and recreated, or the consumer reaches \
+                another cluster). Nothing was read. Connect to the cluster the shard came from, or project into a new data directory.
                 """)
+            error.detail = .aheadOfLog(path: path, tp: tp, next: next, high: high)
+            throw error
         }
     }
 }

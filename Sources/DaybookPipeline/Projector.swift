@@ -115,6 +115,24 @@ public struct ProjectorError: Error, CustomStringConvertible {
     public var shardKind: Shard.ShardError.Kind? = nil
     /// For `.badRequest`: the partition asked for that the topic does not have.
     public var partition: Int32? = nil
+    /// What was refused, in fields, for a caller that words the next step its own way
+    /// (a command line names its options); `message` says it in this library's terms.
+    public var detail: Detail? = nil
+
+    public enum Detail: Sendable, Equatable {
+        /// The shard at `path` records another cluster than the one the consumer reaches.
+        case otherCluster(path: String, recorded: String, reached: String)
+        /// `directory` has a shard of a partition the topic (of `count`) does not have.
+        case partitionMissing(directory: String, topic: String, partition: Int32, path: String, count: Int)
+        /// The log starts after the offset the shard needs next: messages are gone.
+        case gap(path: String, tp: TopicPartition, next: Int64, low: Int64)
+        /// The log ends before the shard's offset: it is not the log the shard was built from.
+        case aheadOfLog(path: String, tp: TopicPartition, next: Int64, high: Int64)
+        /// `directory` holds a generation built (by a rebuild) under another priority.
+        case directoryPriority(directory: String, generation: Int, built: String, configured: String)
+        /// A rebuild of some `partitions` under another priority than the live projection's.
+        case partialRebuildPriority(live: String, wanted: String, partitions: [Int32])
+    }
     public var description: String { message }
 }
 
@@ -162,11 +180,14 @@ public final class Projector: RebalanceHandler {
                                                 attributes: [.posixPermissions: 0o700])
         layout = try DataLayout.read(options.dataDirectory)
         if let built = layout.priority, !built.ranksLike(priority) {
-            throw ProjectorError(kind: .shard, message: """
+            var error = ProjectorError(kind: .shard, message: """
                 \(options.dataDirectory) holds a projection built under source priority \(built.fingerprint) (generation \
-                \(layout.generation), by daybook rebuild), not \(priority.fingerprint) as configured. Put that order in --config, \
-                or rebuild under yours: daybook rebuild --data \(options.dataDirectory) --config FILE.
+                \(layout.generation), by a rebuild), not \(priority.fingerprint) as configured. Project under that order, \
+                or rebuild the directory under yours.
                 """, shardKind: .priorityMismatch)
+            error.detail = .directoryPriority(directory: options.dataDirectory, generation: layout.generation,
+                                              built: built.fingerprint, configured: priority.fingerprint)
+            throw error
         }
         consumer = try KafkaConsumer(connection: connection, configuration: consumerConfiguration, logger: logger)
         let reports = self.reports

@@ -204,11 +204,13 @@ public final class Rebuilder {
         let wanted = request.priority.fingerprint
         let liveOrders = layout.priority.map { [$0.fingerprint] } ?? Set(live.values.compactMap(\.fingerprint)).sorted()
         guard let other = liveOrders.first(where: { !SourcePriority.sameRanking($0, wanted) }) else { return }
-        throw ProjectorError(kind: .shard, message: """
+        var error = ProjectorError(kind: .shard, message: """
             the live projection is under source priority \(other), not \(wanted): rebuilding only partition\(partitions.count == 1 ? "" : "s") \
             \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
-            partition (leave out --partition) to change the order, or use the live order's --config to repair some.
+            partition to change the order, or rebuild some under the live order to repair them.
             """, shardKind: .priorityMismatch)
+        error.detail = .partialRebuildPriority(live: other, wanted: wanted, partitions: partitions.sorted())
+        throw error
     }
 
     static func timestamp() -> String {

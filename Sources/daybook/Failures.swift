@@ -26,7 +26,9 @@ extension CLIError {
         switch error {
         case let e as CLIError:
             self = e
-        case let e as ProjectorError:
+        case var e as ProjectorError:
+            // The library's words for a refusal, replaced by the one naming the options.
+            if let detail = e.detail { e.message = detail.commandLineMessage }
             switch e.kind {
             case .storage: self.init(code: ExitCode.ioError, message: e.message)
             case .kafka: self.init(code: ExitCode.unavailable, message: e.message)

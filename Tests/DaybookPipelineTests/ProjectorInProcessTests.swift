@@ -92,7 +92,10 @@ import Testing
             try check(dir, against: other, count: 2)
         } throws: { error in
             guard let e = error as? ProjectorError else { return false }
-            return e.kind == .logMismatch && e.message.contains("was built from the log of Kafka cluster")
+            guard case .otherCluster(_, let recorded, let reached)? = e.detail else { return false }
+            // Library words: no command-line option is named (the executable adds those).
+            return e.kind == .logMismatch && e.message.contains("was built from the log of Kafka cluster \(recorded)")
+                && recorded != reached && !e.message.contains("--")
         }
         // The same cluster passes.
         try check(dir, against: rig, count: 2)
@@ -103,11 +106,14 @@ import Testing
         try rig.publish(try Fixture.events())
         let dir = rig.dataDirectory()
         try rig.project(into: dir)
+        let path = try PipelineRig.shard(dir, partition: 1)
         #expect {
             try check(dir, against: rig, count: 1)
         } throws: { error in
             guard let e = error as? ProjectorError else { return false }
             return e.kind == .logMismatch && e.message.contains("partition 1") && e.message.contains("the topic has 1 partition in")
+                && e.detail == .partitionMissing(directory: dir, topic: PipelineRig.topic, partition: 1,
+                                                 path: path, count: 1)
         }
     }
 
@@ -128,6 +134,7 @@ import Testing
             guard let e = error as? ProjectorError else { return false }
             return e.kind == .logMismatch && e.message.contains("the log ends at offset \(events.count)")
                 && e.message.contains("has already applied offsets up to \(events.count + 4)")
+                && e.detail == .aheadOfLog(path: path, tp: TopicPartition(PipelineRig.topic, 0), next: Int64(events.count + 5), high: Int64(events.count))
         }
         #expect(throws: ProjectorError.self) { try rig.project(into: dir) }
         #expect(try PipelineRig.rows(dir) == before)

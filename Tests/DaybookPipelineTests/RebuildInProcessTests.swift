@@ -40,7 +40,10 @@ import Testing
         #expect {
             try rig.project(into: dir, priority: Fixture.watchFirst)
         } throws: { error in
-            (error as? ProjectorError)?.shardKind == .priorityMismatch
+            guard let e = error as? ProjectorError else { return false }
+            return e.shardKind == .priorityMismatch && !e.message.contains("--config")
+                && e.detail == .directoryPriority(directory: dir, generation: 1, built: Fixture.phoneFirst.fingerprint,
+                                                  configured: Fixture.watchFirst.fingerprint)
         }
         // One under the new order goes on from the new shards' offsets: nothing applied twice.
         try rig.publish([try Fixture.sample("ana", "a-p2", "phone", "2024-03-25T12:00:00Z", "2024-03-25T12:10:00Z", 40)])
@@ -59,7 +62,9 @@ import Testing
         #expect {
             try Rebuilder(request: request, access: rig.access(), logger: .silent).run(shouldStop: { false }, progress: { _ in })
         } throws: { error in
-            (error as? ProjectorError)?.shardKind == .priorityMismatch
+            guard let e = error as? ProjectorError else { return false }
+            return e.shardKind == .priorityMismatch && !e.message.contains("--partition")
+                && e.detail == .partialRebuildPriority(live: SourcePriority.builtIn.fingerprint, wanted: Fixture.phoneFirst.fingerprint, partitions: [1])
         }
         request.partitions = [7]
         request.priority = Fixture.watchFirst
