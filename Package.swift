@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
         .library(name: "DaybookMetrics", targets: ["DaybookMetrics"]),
         .library(name: "DaybookImport", targets: ["DaybookImport"]),
+        .library(name: "DaybookConfiguration", targets: ["DaybookConfiguration"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
@@ -34,8 +35,12 @@ let package = Package(
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
+        // config/daybook.json read and checked into typed settings (priority, Kafka, state,
+        // freshness); errors name the member. Used by the executable and the fuzz target.
+        .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
         // Per-test temporary directories and promtool, shared by the test targets (the seeded
         // random generator, SplitMix64, is DaybookCore's).

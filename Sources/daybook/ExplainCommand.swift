@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 
 /// `daybook explain`: why a day's total is what it is.

@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookMetrics
@@ -43,6 +44,10 @@ extension CLIError {
             self.init(code: e.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(e)")
         case let e as ConfigurationError:
             self.init(code: ExitCode.config, message: "\(e)")
+        case let e as ConfigurationFileError:
+            // A file that is not there or cannot be read is a missing input (66); one that
+            // says something wrong is a configuration error (78).
+            self.init(code: e.isUnreadable ? ExitCode.noInput : ExitCode.config, message: "\(e)")
         case let e where SystemError.isFoundationError(e):
             self.init(code: ExitCode.ioError, message: SystemError.describe(e))
         default:

@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookKafka
 
 /// What every command that talks to Kafka reads from its command line the same way.

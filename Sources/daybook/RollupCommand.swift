@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
