@@ -1,3 +1,4 @@
+import DaybookFiles
 import DaybookKafka
 import DaybookLog
 import Foundation
@@ -47,16 +48,14 @@ enum BrokerCommand: Subcommand {
         }
         if let file = arguments.value("--bootstrap-file") {
             do {
-                let temporary = file + ".tmp-\(getpid())"
-                try broker.bootstrapServers.write(toFile: temporary, atomically: false, encoding: .utf8)
-                _ = rename(temporary, file)
+                try AtomicFile.write(Array(broker.bootstrapServers.utf8), to: file)
             } catch {
-                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address: \(SystemError.reason(error))")
+                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address: \(error.reason)")
             }
         }
         var out = OutputBuffer()
         out.line(broker.bootstrapServers)
-        out.flush()
+        try out.flush()
         let summary = broker.topics.map { "\($0.name) (\($0.partitions) partitions)" }.joined(separator: ", ")
         printError("broker: \(brokers) broker(s) at \(broker.bootstrapServers); topics \(summary). Ctrl-C to stop.")
         while !Shutdown.isRequested { usleep(100_000) }

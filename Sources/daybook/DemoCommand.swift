@@ -54,7 +54,9 @@ enum DemoCommand: Subcommand {
         Shutdown.install()
         let clock = ProgressReporter()
         var out = OutputBuffer()
-        func say(_ s: String) { out.line(s); out.flush() }
+        // Each step shows as it happens; a write that fails is kept by `out` and ends the
+        // demo with 74 at the last flush below.
+        func say(_ s: String) { out.line(s); try? out.flush() }
 
         let broker: EmbeddedBroker
         do {
@@ -157,6 +159,7 @@ enum DemoCommand: Subcommand {
         let staleFound = silentOnes == (fresh.phoneHours > 0 ? ["dana/phone"] : []) && fresh.unreported.isEmpty
 
         say("\nDone in \(String(format: "%.1f", clock.elapsed)) s. Inspect with: daybook totals --data \(live) --user ana --metric steps")
+        try out.flush()
         return identical && matchesRollup && followsNewOrder && staleFound ? ExitCode.ok : ExitCode.software
     }
 

@@ -1,5 +1,6 @@
 import DaybookConfiguration
 import DaybookCore
+import DaybookFiles
 import DaybookKafka
 import DaybookMetrics
 import DaybookPipeline
@@ -44,6 +45,8 @@ extension CLIError {
             self.init(code: e.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(e)")
         case let e as ConfigurationError:
             self.init(code: ExitCode.config, message: "\(e)")
+        case let e as FileWriteError:
+            self.init(code: ExitCode.ioError, message: "\(e)")
         case let e as ConfigurationFileError:
             // A file that is not there or cannot be read is a missing input (66); one that
             // says something wrong is a configuration error (78).

@@ -1,5 +1,6 @@
 import DaybookConfiguration
 import DaybookCore
+import DaybookFiles
 import DaybookImport
 import DaybookStore
 import Foundation
@@ -502,9 +503,11 @@ final class LineSink {
     /// Flushes, syncs and renames the temporary file over `destination`.
     func commit(to destination: String) throws {
         try flush()
-        guard fsync(fd) == 0, Glibc.close(fd) == 0, rename(path, destination) == 0 else {
-            throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))")
+        temporaryPath = nil // closed and renamed, or removed, by commit
+        do {
+            try AtomicFile.commit(fd: fd, temporary: path, to: destination)
+        } catch {
+            throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(error.reason)")
         }
-        temporaryPath = nil
     }
 }

@@ -185,7 +185,7 @@ enum PipelineBench {
             out.line("")
         }
         out.line(json)
-        out.flush()
+        try out.flush()
         return ExitCode.ok
     }
 

@@ -175,7 +175,7 @@ enum ReplayCommand: Subcommand {
         if dryRun {
             var out = OutputBuffer()
             for plan in plans { out.line(plan.line) }
-            out.flush()
+            try out.flush()
             return ExitCode.ok
         }
         for plan in plans {

@@ -135,7 +135,7 @@ enum StaleCommand: Subcommand {
             table(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil, into: &lines)
             for line in lines { out.line(line) }
         }
-        out.flush()
+        try out.flush()
         if let path = arguments.value("--metrics-file") {
             try StaleMetrics.write(report, policy: policy, unreported: unreported, to: path)
         }

@@ -118,7 +118,7 @@ enum TotalsCommand: Subcommand {
         default:
             table(groups, into: &out)
         }
-        out.flush()
+        try out.flush()
         return ExitCode.ok
     }
 
