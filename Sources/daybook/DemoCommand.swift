@@ -88,8 +88,8 @@ enum DemoCommand: Subcommand {
         for row in before {
             guard case .cumulative(let value, let shares) = row.summary else { continue }
             let n = naive[row.key] ?? 0
-            let breakdown = shares.map { "\(TerminalText.escaped($0.source)) \(grouped($0.value))" }.joined(separator: ", ")
-            say("   \(leftAligned(TerminalText.escaped(row.key.user), 5)) \(row.key.day)  \(TotalsCommand.pad(grouped(n), 10)) \(TotalsCommand.pad(grouped(value), 10))   \(breakdown)")
+            let breakdown = shares.map { "\(TerminalText.escaped($0.source)) \(NumberText.grouped($0.value))" }.joined(separator: ", ")
+            say("   \(NumberText.leftAligned(TerminalText.escaped(row.key.user), 5)) \(row.key.day)  \(NumberText.rightAligned(NumberText.grouped(n), 10)) \(NumberText.rightAligned(NumberText.grouped(value), 10))   \(breakdown)")
         }
 
         // 3. A late sample and a deletion.
@@ -176,7 +176,7 @@ enum DemoCommand: Subcommand {
         _ = try PublishCommand.publish(.bytes(Data((lines.joined(separator: "\n") + "\n").utf8)), connection: config.connection,
                                        producer: config.producer, topic: "health-samples") { _, _ in }
         _ = try project(config, into: live, recordChanges: false)
-        let judged = try StaleCommand.judge(live, policy: config.freshness, now: Instant(seconds: now + 60))
+        let judged = try ShardReader(directory: live).judgeFreshness(policy: config.freshness, now: Instant(seconds: now + 60))
         return (judged.report, judged.unreported, phoneHours)
     }
 
@@ -231,16 +231,10 @@ enum DemoCommand: Subcommand {
     private static func describe(_ total: DayTotal?) -> String {
         switch total?.summary {
         case nil: return "no data"
-        case .cumulative(let v, _)?: return grouped(v)
+        case .cumulative(let v, _)?: return NumberText.grouped(v)
         case .discrete(let lo, let hi, let avg, let n)?: return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) (\(n))"
         }
     }
 
     /// `s` padded with spaces to `width` (never cut: a long user id stays whole).
-    static func leftAligned(_ s: String, _ width: Int) -> String {
-        s + String(repeating: " ", count: max(0, width - s.count))
-    }
-
-    /// 14200.4 → "14,200".
-    static func grouped(_ v: Double) -> String { NumberText.grouped(Int(v.rounded())) }
 }

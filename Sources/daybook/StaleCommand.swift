@@ -101,9 +101,9 @@ enum StaleCommand: Subcommand {
         var all: [SourceSync] = []
         // The latest sign of life after `now`: silence cannot be judged before it.
         var after: SourceSync?
-        let judged: Judgement
+        let judged: FreshnessReading
         do {
-            judged = try judge(data, policy: policy, now: now, keepPairs: !arguments.has("--summary")) { pair in
+            judged = try ShardReader(directory: data).judgeFreshness(policy: policy, now: now, keepPairs: !arguments.has("--summary")) { pair in
                 if arguments.has("--all") { all.append(pair) }
                 if let seen = pair.lastSeen, seen > now, after.flatMap(\.lastSeen).map({ seen > $0 }) ?? true { after = pair }
             }
@@ -155,29 +155,6 @@ enum StaleCommand: Subcommand {
             return detectorBroken
         }
         return report.pages ? 1 : ExitCode.ok
-    }
-
-    /// What one reading of a data directory's sync state says.
-    struct Judgement {
-        var report: StaleReport
-        /// Canaries the report does not list: the detector is broken.
-        var unreported: [SyncKey]
-        var coverage: SyncStateCoverage
-        var canariesNeverSeen: [SyncKey]
-    }
-
-    /// Reads every pair of `data` once, judges it at `now` under `policy`, and checks the
-    /// canaries (`stale`, and the demo). `each` sees every pair too (`--all`).
-    static func judge(_ data: String, policy: FreshnessPolicy, now: Instant, keepPairs: Bool = true,
-                      each: (SourceSync) -> Void = { _ in }) throws -> Judgement {
-        var evaluation = StaleDetector.Evaluation(detector: StaleDetector(policy: policy), now: now, keepPairs: keepPairs)
-        let coverage = try ShardReader(directory: data).forEachSyncPair { pair in
-            evaluation.add(pair)
-            each(pair)
-        }
-        let report = evaluation.finish()
-        return Judgement(report: report, unreported: CanaryCheck.unreported(policy.canaries, in: report), coverage: coverage,
-                         canariesNeverSeen: evaluation.canariesNeverSeen)
     }
 
     /// `user/source, …`, for people.
