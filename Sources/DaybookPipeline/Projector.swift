@@ -113,6 +113,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
     public var message: String
     /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
     public var shardKind: Shard.ShardError.Kind? = nil
+    /// For `.kafka`: the Kafka layer's error, when one caused it (its code says which).
+    public var kafkaError: KafkaError? = nil
     public var description: String { message }
 }
 
@@ -162,8 +164,8 @@ public final class Projector: RebalanceHandler {
         if let built = layout.priority, !built.ranksLike(priority) {
             throw ProjectorError(kind: .shard, message: """
                 \(options.dataDirectory) holds a projection built under source priority \(built.fingerprint) (generation \
-                \(layout.generation), by daybook rebuild), not \(priority.fingerprint) as configured. Put that order in --config, \
-                or rebuild under yours: daybook rebuild --data \(options.dataDirectory) --config FILE.
+                \(layout.generation), by a rebuild), not \(priority.fingerprint) as configured: configure that order, or \
+                rebuild the projection under this one.
                 """, shardKind: .priorityMismatch)
         }
         consumer = try KafkaConsumer(connection: connection, configuration: consumerConfiguration, logger: logger)
@@ -462,7 +464,7 @@ public final class Projector: RebalanceHandler {
             guard let n = try consumer.partitionCount(options.topic, within: options.connectTimeout, shouldStop: shouldStop) else { return summary }
             count = n
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         partitionCount = count
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)

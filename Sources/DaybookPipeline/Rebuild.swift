@@ -51,7 +51,7 @@ extension LogAccess {
         do {
             count = try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         try LiveLogCheck.check(directory: directory, topic: topic, count: count, consumer: consumer, timeout: timeout)
         return count
@@ -208,8 +208,8 @@ public final class Rebuilder {
         guard let other = liveOrders.first(where: { !SourcePriority.sameRanking($0, wanted) }) else { return }
         throw ProjectorError(kind: .shard, message: """
             the live projection is under source priority \(other), not \(wanted): rebuilding only partition\(partitions.count == 1 ? "" : "s") \
-            \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
-            partition (leave out --partition) to change the order, or use the live order's --config to repair some.
+            \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order: rebuild every \
+            partition to change the order, or repair some under the live order.
             """, shardKind: .priorityMismatch)
     }
 

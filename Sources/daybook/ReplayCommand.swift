@@ -241,7 +241,7 @@ enum ReplayCommand: Subcommand {
             }
             count = n
         } catch let error as KafkaError {
-            throw CLIError(code: ExitCode.unavailable, message: "\(error)")
+            throw CLIError(error)
         }
         let all = Array(0..<Int32(count))
         let partitions = chosen ?? all

@@ -64,3 +64,32 @@ import Testing
         #expect(phone?.users == 2 && phone?.stale == 1 && phone?.pages == true)
     }
 }
+
+@Suite struct DatabaseErrorCodeTests {
+    let scratch = TemporaryDirectory()
+
+    @Test func aFileThatCannotBeOpenedIsCantOpenTyped() throws {
+        do {
+            _ = try Database(path: scratch.path + "/no-such-directory/shard.sqlite")
+            Issue.record("opened a database in a missing directory")
+        } catch {
+            #expect(error.resultCode.primary == .cantOpen)
+            #expect(error.isStorageFault && !error.isCorrupt && !error.isBusy)
+        }
+        // Extended codes keep their value and share the primary one.
+        let extended = DatabaseError.ResultCode(rawValue: 14 | (1 << 8)) // SQLITE_CANTOPEN_NOTEMPDIR
+        #expect(extended != .cantOpen && extended.primary == .cantOpen)
+    }
+
+    @Test func notADatabaseIsCorrupt() throws {
+        let path = try scratch.file("this is not an SQLite file, just text long enough to have a header......", suffix: ".sqlite")
+        do {
+            let db = try Database(path: path, create: false)
+            try db.execute("SELECT count(*) FROM sqlite_master")
+            Issue.record("read a text file as a database")
+        } catch {
+            #expect(error.resultCode.primary == .notADatabase)
+            #expect(error.isCorrupt)
+        }
+    }
+}
