@@ -15,7 +15,8 @@ let package = Package(
         .library(name: "DaybookFiles", targets: ["DaybookFiles"]),
     ],
     targets: [
-        // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
+        // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
+        // totals day rules (a row, no data, unknown). No I/O.
         .target(name: "DaybookCore"),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
@@ -31,7 +32,8 @@ let package = Package(
         .target(name: "DaybookMetrics", dependencies: ["DaybookFiles"]),
         // SQLite from Debian (libsqlite3-dev), seen only by DaybookStore.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // The SQLite wrapper and the shard read model (one file per partition).
+        // The SQLite wrapper and the shard read model (one file per partition): totals' day
+        // blocks and freshness readings over every shard.
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
         // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
         // projection into a new data directory; no separate code).
