@@ -45,6 +45,12 @@ import Testing
         #expect(rollup.status == 74, "\(rollup.stderr)")
         #expect(rollup.stderr.contains("daybook rollup: standard output: writing failed: \(reason)"), "\(rollup.stderr)")
 
+        let data = scratch.newPath("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let totals = try run(["totals", "--data", data], into: sink) // "no data", lost
+        #expect(totals.status == 74, "\(totals.stderr)")
+        #expect(totals.stderr.contains("daybook totals: standard output: writing failed: \(reason)"), "\(totals.stderr)")
+
         let explain = try run(["explain", "--help"], into: sink)
         #expect(explain.status == 74, "\(explain.stderr)")
         #expect(explain.stderr.contains("standard output: writing failed: \(reason)"), "\(explain.stderr)")
