@@ -36,7 +36,7 @@ enum BrokerCommand: Subcommand {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("broker takes no positional arguments") }
         let brokers = try arguments.integer("--brokers", default: 1, in: 1...9)
         let partitions = try arguments.value("--partitions").map { _ in try arguments.integer("--partitions", default: 8, in: 1...1_000) }
-        var topics = try topicDefinitions(arguments.value("--topics"))
+        var topics = try KafkaOptions.topicDefinitions(arguments.value("--topics"))
         if let partitions, let i = topics.firstIndex(where: { $0.name == "health-samples" }) { topics[i].partitions = partitions }
 
         Shutdown.install()
@@ -61,21 +61,5 @@ enum BrokerCommand: Subcommand {
         while !Shutdown.isRequested { usleep(100_000) }
         printError("broker: stopping")
         return ExitCode.ok
-    }
-
-    /// `dir`, else ./topics if it exists, else the built-in definitions.
-    static func topicDefinitions(_ dir: String?) throws -> [TopicDefinition] {
-        let path = dir ?? "topics"
-        guard dir != nil || FileManager.default.fileExists(atPath: path) else { return TopicDefinition.builtIn }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): no such topics directory")
-        }
-        guard isDirectory.boolValue else { throw CLIError(code: ExitCode.noInput, message: "\(path): not a directory of topic definitions") }
-        do {
-            return try TopicDefinition.load(directory: path)
-        } catch {
-            throw CLIError(code: ExitCode.config, message: "\(error)")
-        }
     }
 }

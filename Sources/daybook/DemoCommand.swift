@@ -60,7 +60,7 @@ enum DemoCommand: Subcommand {
 
         let broker: EmbeddedBroker
         do {
-            var topics = try BrokerCommand.topicDefinitions(nil)
+            var topics = try KafkaOptions.topicDefinitions(nil)
             if let i = topics.firstIndex(where: { $0.name == "health-samples" }) { topics[i].partitions = 4 }
             broker = try EmbeddedBroker(brokers: 1, topics: topics)
         } catch {
@@ -153,7 +153,7 @@ enum DemoCommand: Subcommand {
         say("\n6. dana's phone last checked in \(fresh.phoneHours) hours ago, her watch just now; every other source delivered")
         say("   samples a moment ago (their Kafka timestamps are their sign of life). daybook stale says:")
         var table: [String] = []
-        StaleCommand.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
+        StaleReportText.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
         for line in table { say(line.isEmpty ? "" : "   " + line) }
         let silentOnes = fresh.report.stale.filter { !$0.isCanary }.map { "\($0.user)/\($0.source)" }
         let staleFound = silentOnes == (fresh.phoneHours > 0 ? ["dana/phone"] : []) && fresh.unreported.isEmpty

@@ -26,7 +26,7 @@ enum TopicsCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("topics takes no positional arguments") }
         let (config, _) = try KafkaOptions.load(arguments, command: "topics")
-        let definitions = try BrokerCommand.topicDefinitions(arguments.value("--topics"))
+        let definitions = try KafkaOptions.topicDefinitions(arguments.value("--topics"))
         var out = OutputBuffer()
         do {
             let admin = try KafkaAdmin(connection: config.connection, logger: Logger(label: "topics", level: .warning))
