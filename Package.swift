@@ -11,9 +11,12 @@ let package = Package(
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
         .library(name: "DaybookMetrics", targets: ["DaybookMetrics"]),
         .library(name: "DaybookImport", targets: ["DaybookImport"]),
+        .library(name: "DaybookConfiguration", targets: ["DaybookConfiguration"]),
+        .library(name: "DaybookFiles", targets: ["DaybookFiles"]),
     ],
     targets: [
-        // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
+        // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
+        // totals day rules (a row, no data, unknown). No I/O.
         .target(name: "DaybookCore"),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
@@ -21,21 +24,30 @@ let package = Package(
         .target(name: "DaybookKafka", dependencies: ["CRdKafka", "DaybookLog"]),
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
-        // The Prometheus text format and an atomic file writer, for node_exporter's
-        // textfile collector. No dependencies.
-        .target(name: "DaybookMetrics"),
+        // Files replaced whole or not at all (AtomicFile) and buffered writes that fail loudly
+        // (CheckedWriter, for standard output). No dependencies.
+        .target(name: "DaybookFiles"),
+        // The Prometheus text format and the metrics file node_exporter's textfile collector
+        // reads (written with DaybookFiles' AtomicFile).
+        .target(name: "DaybookMetrics", dependencies: ["DaybookFiles"]),
         // SQLite from Debian (libsqlite3-dev), seen only by DaybookStore.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // The SQLite wrapper and the shard read model (one file per partition).
-        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
+        // The SQLite wrapper and the shard read model (one file per partition): totals' day
+        // blocks and freshness readings over every shard.
+        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too.
         .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
+        // config/daybook.json read and checked into typed settings (priority, Kafka, state,
+        // freshness); errors name the member. Used by the executable and the fuzz target.
+        .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
         // Per-test temporary directories and promtool, shared by the test targets (the seeded
         // random generator, SplitMix64, is DaybookCore's).

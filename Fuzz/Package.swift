@@ -21,14 +21,11 @@ let package = Package(
         .executableTarget(name: "FuzzInstant", dependencies: [
             .product(name: "DaybookCore", package: "Daybook"),
         ]),
-        // DaybookConfiguration.load: compiles five files of the daybook executable target,
-        // linked into the target's directory as symbolic links (Configuration.swift,
-        // Files.swift, Arguments.swift, Failures.swift, TerminalText.swift).
+        // DaybookConfiguration.load (the DaybookConfiguration library) on a file's bytes.
         .executableTarget(name: "FuzzConfiguration", dependencies: [
+            .product(name: "DaybookConfiguration", package: "Daybook"),
             .product(name: "DaybookCore", package: "Daybook"),
             .product(name: "DaybookKafka", package: "Daybook"),
-            .product(name: "DaybookStore", package: "Daybook"),
-            .product(name: "DaybookPipeline", package: "Daybook"),
         ]),
         // PartitionWorker.apply over a real SQLite shard in a temporary directory.
         .executableTarget(name: "FuzzProjector", dependencies: [

@@ -160,3 +160,28 @@ public enum CanaryCheck {
         return canaries.filter { !reported.contains($0) }
     }
 }
+
+/// What one judgement of freshness says: the report, and whether the detector proved itself.
+///
+/// A canary never checks in, so it must be in every report; one that is not means the
+/// thresholds or the rule are broken, and real silence may go unreported too.
+public struct FreshnessJudgement: Sendable {
+    public var report: StaleReport
+    /// Canaries the report does not list as stale: the detector is broken (empty: it fired).
+    public var unreported: [SyncKey]
+    /// Canaries the data has no pair for (they prove only that never-seen pairs are reported).
+    public var canariesNeverSeen: [SyncKey]
+
+    /// True when every canary was reported stale.
+    public var detectorFired: Bool { unreported.isEmpty }
+}
+
+extension StaleDetector.Evaluation {
+    /// Finishes the evaluation and checks its report against the canaries (`CanaryCheck`,
+    /// which shares no code with the rule it checks).
+    public mutating func judge() -> FreshnessJudgement {
+        let report = finish()
+        return FreshnessJudgement(report: report, unreported: CanaryCheck.unreported(detector.policy.canaries, in: report),
+                                  canariesNeverSeen: canariesNeverSeen)
+    }
+}

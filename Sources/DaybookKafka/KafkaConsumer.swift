@@ -228,7 +228,7 @@ public final class KafkaConsumer {
     /// The number of partitions of `topic`, from the cluster's metadata.
     public func partitionCount(_ topic: String, timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> Int {
         guard let n = try core.client.topicPartitionCounts(timeoutMilliseconds: timeoutMilliseconds)[topic] else {
-            throw KafkaError(.topic, "topic \(topic) does not exist; create it with 'daybook topics'")
+            throw KafkaError(.topic, "topic \(topic) does not exist", code: KafkaError.Code.unknownTopicOrPartition.rawValue)
         }
         return n
     }

@@ -16,9 +16,28 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         case state
     }
 
+    /// A librdkafka result code (`rd_kafka_resp_err_t`) with names for the ones callers act
+    /// on, so that nobody compares raw numbers.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// Daybook's own error, not librdkafka's.
+        public static let none = Code(rawValue: 0)
+        /// RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART: the topic (or partition) does not exist.
+        public static let unknownTopicOrPartition = Code(rawValue: 3)
+        /// RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE: a message over the producer's or the broker's limit.
+        public static let messageSizeTooLarge = Code(rawValue: 10)
+    }
+
     public var kind: Kind
     /// librdkafka's `rd_kafka_resp_err_t` value (0 when the error is Daybook's own).
     public var code: Int32
+    /// `code` as a typed value (`error.resultCode == .messageSizeTooLarge`).
+    public var resultCode: Code { Code(rawValue: code) }
+    /// The configuration property at fault, for a `.configuration` error that has one
+    /// (`group.id`), so that a caller can say where it is set.
+    public var property: String?
     /// librdkafka's name for the code (`_MSG_TIMED_OUT`, `NOT_LEADER_FOR_PARTITION`), or "".
     public var codeName: String
     public var message: String
@@ -29,9 +48,10 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
     public var file: String
     public var line: Int
 
-    public init(_ kind: Kind, _ message: String, code: Int32 = 0, codeName: String = "",
+    public init(_ kind: Kind, _ message: String, code: Int32 = 0, codeName: String = "", property: String? = nil,
                 isRetriable: Bool = false, isFatal: Bool = false, file: String = #fileID, line: Int = #line) {
         self.kind = kind
+        self.property = property
         self.message = message
         self.code = code
         self.codeName = codeName

@@ -1,3 +1,4 @@
+import DaybookFiles
 import Glibc
 
 /// Writes metrics files so that a reader never sees half of one.
@@ -6,7 +7,7 @@ import Glibc
 /// it is scraped; a file written in place could be read half-written. So the text goes to
 /// `PATH.tmp-PID` beside it (not a `*.prom` name, so the collector skips it; the same
 /// directory, so the rename cannot cross file systems), is flushed to disk with `fsync`,
-/// and is renamed over `PATH`: readers see the old file or the new one, whole.
+/// and is renamed over `PATH` (`AtomicFile`): readers see the old file or the new one, whole.
 public enum MetricsFile {
     /// Replaces the file at `path` with `text`, atomically; the file gets mode 0644 (less
     /// the umask) so that node_exporter, running as its own user, can read it.
@@ -14,36 +15,16 @@ public enum MetricsFile {
     /// - Throws: `MetricsFileError` naming the path, the step and the system's reason; the
     ///   temporary file is removed, and the previous file at `path` is left as it was.
     public static func write(_ text: String, to path: String) throws(MetricsFileError) {
-        let temporary = temporaryPath(for: path)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw MetricsFileError(path: path, kind: .system(step: .create, errno: errno), temporaryPath: temporary) }
-        var failure: MetricsFileError?
-        let bytes = Array(text.utf8)
-        bytes.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var done = 0
-            while done < buffer.count {
-                let n = Glibc.write(fd, base + done, buffer.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = MetricsFileError(path: path, kind: .system(step: .write, errno: errno), temporaryPath: temporary)
-                    return
-                }
-                done += n
+        do {
+            try AtomicFile.write(Array(text.utf8), to: path, temporary: temporaryPath(for: path), mode: 0o644)
+        } catch {
+            let step: MetricsFileError.Step = switch error.step {
+            case .create: .create
+            case .write: .write
+            case .sync: .sync
+            case .rename: .rename
             }
-        }
-        if failure == nil, fsync(fd) != 0 {
-            failure = MetricsFileError(path: path, kind: .system(step: .sync, errno: errno), temporaryPath: temporary)
-        }
-        if close(fd) != 0, failure == nil {
-            failure = MetricsFileError(path: path, kind: .system(step: .write, errno: errno), temporaryPath: temporary)
-        }
-        if failure == nil, rename(temporary, path) != 0 {
-            failure = MetricsFileError(path: path, kind: .system(step: .rename, errno: errno), temporaryPath: temporary)
-        }
-        if let failure {
-            unlink(temporary)
-            throw failure
+            throw MetricsFileError(path: path, kind: .system(step: step, errno: error.errno), temporaryPath: error.temporaryPath)
         }
     }
 
@@ -62,14 +43,10 @@ public enum MetricsFile {
     }
 
     /// `PATH.tmp-PID`: beside the file, unique to this process.
-    public static func temporaryPath(for path: String) -> String { "\(path).tmp-\(getpid())" }
+    public static func temporaryPath(for path: String) -> String { AtomicFile.temporaryPath(for: path) }
 
     /// The directory part of `path` (`.` for a bare file name).
-    static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let head = path[..<slash]
-        return head.isEmpty ? "/" : String(head)
-    }
+    static func directory(of path: String) -> String { AtomicFile.directory(of: path) }
 }
 
 /// Why a metrics file could not be written.

@@ -133,6 +133,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
         /// A rebuild of some `partitions` under another priority than the live projection's.
         case partialRebuildPriority(live: String, wanted: String, partitions: [Int32])
     }
+    /// For `.kafka`: the Kafka layer's error, when one caused it (its code says which).
+    public var kafkaError: KafkaError? = nil
     public var description: String { message }
 }
 
@@ -506,7 +508,7 @@ public final class Projector: RebalanceHandler {
             guard let n = try consumer.partitionCount(options.topic, within: options.connectTimeout, shouldStop: shouldStop) else { return summary }
             count = n
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         partitionCount = count
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)

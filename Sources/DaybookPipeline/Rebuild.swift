@@ -51,7 +51,7 @@ extension LogAccess {
         do {
             count = try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         try LiveLogCheck.check(directory: directory, topic: topic, count: count, consumer: consumer, timeout: timeout)
         return count

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookFiles
 import Foundation
 
 /// Which file holds each partition's shard in a data directory, and under which source
@@ -217,37 +218,16 @@ public struct DataLayout: Sendable {
     public static func writeManifest(_ text: String, in directory: String) throws {
         let final = directory + "/" + manifestName
         let temporary = final + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Shard.ShardError(.storage, "\(temporary): cannot create: \(String(cString: strerror(errno)))") }
-        let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                let reason = String(cString: strerror(errno))
-                close(fd)
-                unlink(temporary)
-                throw Shard.ShardError(.storage, "\(temporary): cannot write: \(reason)")
+        do {
+            try AtomicFile.write(Array(text.utf8), to: final, temporary: temporary, mode: 0o600)
+        } catch {
+            let what = switch error.step {
+            case .create: "\(temporary): cannot create"
+            case .write: "\(temporary): cannot write"
+            case .sync: "\(temporary): cannot flush"
+            case .rename: "\(final): cannot replace"
             }
-            written += n
-        }
-        guard fsync(fd) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            unlink(temporary)
-            throw Shard.ShardError(.storage, "\(temporary): cannot flush: \(reason)")
-        }
-        close(fd)
-        guard rename(temporary, final) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw Shard.ShardError(.storage, "\(final): cannot replace: \(reason)")
-        }
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 {
-            fsync(dfd)
-            close(dfd)
+            throw Shard.ShardError(.storage, "\(what): \(error.reason)")
         }
     }
 }

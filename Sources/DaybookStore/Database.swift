@@ -10,21 +10,48 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     public var sql: String?
     public var path: String
 
+    /// The result code as a typed value (`resultCode.primary == .cantOpen`).
+    public var resultCode: ResultCode { ResultCode(rawValue: code) }
+
     /// The disk is full, the file is read-only or an I/O error happened: fix the storage, then restart.
     public var isStorageFault: Bool {
-        let primary = code & 0xff
-        return primary == SQLITE_FULL || primary == SQLITE_READONLY || primary == SQLITE_IOERR
-            || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM
+        switch resultCode.primary {
+        case .full, .readOnly, .ioError, .cantOpen, .permission: true
+        default: false
+        }
     }
 
     /// The file is not an SQLite database, or is damaged: no retry helps; move it away.
-    public var isCorrupt: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
+    public var isCorrupt: Bool { resultCode.primary == .notADatabase || resultCode.primary == .corrupt }
 
     /// Another connection holds the lock past the busy timeout: retrying later can succeed.
-    public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+    public var isBusy: Bool { resultCode.primary == .busy || resultCode.primary == .locked }
+
+    /// An SQLite result code, primary (`SQLITE_CANTOPEN`) or extended (`SQLITE_CANTOPEN_NOTEMPDIR`),
+    /// with names for the ones Daybook acts on, so that no caller compares raw numbers.
+    public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// The primary code of an extended one (its low byte); a primary code itself.
+        public var primary: ResultCode { ResultCode(rawValue: rawValue & 0xff) }
+
+        public static let busy = ResultCode(rawValue: SQLITE_BUSY)
+        public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
+        public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
+        public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
+        public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
+        public static let full = ResultCode(rawValue: SQLITE_FULL)
+        public static let cantOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
+        public static let permission = ResultCode(rawValue: SQLITE_PERM)
+        public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
+
+        /// SQLite's English name for the code ("unable to open database file").
+        public var description: String { String(cString: sqlite3_errstr(rawValue)) }
+    }
 
     public var description: String {
-        let name = String(cString: sqlite3_errstr(code))
+        let name = resultCode.description
         return "\(path): \(message) (SQLite \(code): \(name))" + (sql.map { " in: \($0.prefix(80))" } ?? "")
     }
 }

@@ -195,7 +195,7 @@ public enum DeadLetterMarks {
             throw Shard.ShardError(.locked, "\(path) stayed busy for \(busyTimeoutMilliseconds) ms (\(error.message)); nothing was marked in it")
         } catch let error as DatabaseError where error.isCorrupt {
             throw Shard.ShardError(.notAShard, "\(path) is not a Daybook shard (\(error.message)); nothing was marked in it")
-        } catch let error as DatabaseError where error.code & 0xff == SQLITE_CANTOPEN && !FileManager.default.fileExists(atPath: path) {
+        } catch let error as DatabaseError where error.resultCode.primary == .cantOpen && !FileManager.default.fileExists(atPath: path) {
             throw Shard.ShardError(.storage, "\(path) is gone (removed since it was read); nothing was marked in it")
         }
         return marked

@@ -211,7 +211,7 @@ public final class Shard {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
         if let stored = try read.firstRow({ $0.text(0) }) {
             guard SourcePriority.sameRanking(stored, fingerprint) else {
-                throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint). Rebuild the projection under the order you want: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps).")
+                throw ShardError(.priorityMismatch, "\(path) was built with source priority \(stored), not \(fingerprint): open it under the order it was built with, or rebuild the projection under this one.")
             }
             return
         }

@@ -121,7 +121,7 @@ enum BenchCommand: Subcommand {
             var generator = SyntheticLog(seed: UInt64(seed))
             var out = OutputBuffer()
             for event in generator.events(samples: target, users: userCount) { out.line(event.jsonLine) }
-            out.flush()
+            try out.flush()
             return ExitCode.ok
         }
 

@@ -1,3 +1,4 @@
+import DaybookFiles
 import DaybookKafka
 import DaybookLog
 import Foundation
@@ -35,7 +36,7 @@ enum BrokerCommand: Subcommand {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("broker takes no positional arguments") }
         let brokers = try arguments.integer("--brokers", default: 1, in: 1...9)
         let partitions = try arguments.value("--partitions").map { _ in try arguments.integer("--partitions", default: 8, in: 1...1_000) }
-        var topics = try topicDefinitions(arguments.value("--topics"))
+        var topics = try KafkaOptions.topicDefinitions(arguments.value("--topics"))
         if let partitions, let i = topics.firstIndex(where: { $0.name == "health-samples" }) { topics[i].partitions = partitions }
 
         Shutdown.install()
@@ -47,36 +48,18 @@ enum BrokerCommand: Subcommand {
         }
         if let file = arguments.value("--bootstrap-file") {
             do {
-                let temporary = file + ".tmp-\(getpid())"
-                try broker.bootstrapServers.write(toFile: temporary, atomically: false, encoding: .utf8)
-                _ = rename(temporary, file)
+                try AtomicFile.write(Array(broker.bootstrapServers.utf8), to: file)
             } catch {
-                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address: \(SystemError.reason(error))")
+                throw CLIError(code: ExitCode.ioError, message: "\(file): cannot write the bootstrap address: \(error.reason)")
             }
         }
         var out = OutputBuffer()
         out.line(broker.bootstrapServers)
-        out.flush()
+        try out.flush()
         let summary = broker.topics.map { "\($0.name) (\($0.partitions) partitions)" }.joined(separator: ", ")
         printError("broker: \(brokers) broker(s) at \(broker.bootstrapServers); topics \(summary). Ctrl-C to stop.")
         while !Shutdown.isRequested { usleep(100_000) }
         printError("broker: stopping")
         return ExitCode.ok
-    }
-
-    /// `dir`, else ./topics if it exists, else the built-in definitions.
-    static func topicDefinitions(_ dir: String?) throws -> [TopicDefinition] {
-        let path = dir ?? "topics"
-        guard dir != nil || FileManager.default.fileExists(atPath: path) else { return TopicDefinition.builtIn }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): no such topics directory")
-        }
-        guard isDirectory.boolValue else { throw CLIError(code: ExitCode.noInput, message: "\(path): not a directory of topic definitions") }
-        do {
-            return try TopicDefinition.load(directory: path)
-        } catch {
-            throw CLIError(code: ExitCode.config, message: "\(error)")
-        }
     }
 }

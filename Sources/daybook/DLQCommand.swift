@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookLog
@@ -152,7 +153,7 @@ enum DLQCommand: Subcommand {
                 out.line(cells.joined(separator: "  "))
             }
         }
-        out.flush()
+        try out.flush()
         let replayed = all.count - all.filter { $0.replay == nil }.count
         if !arguments.has("--all"), replayed > 0 {
             printError("dlq list: \(shown.count) pending; \(replayed) replayed not shown (--all shows them)")

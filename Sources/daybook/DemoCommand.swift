@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookLog
@@ -53,11 +54,13 @@ enum DemoCommand: Subcommand {
         Shutdown.install()
         let clock = ProgressReporter()
         var out = OutputBuffer()
-        func say(_ s: String) { out.line(s); out.flush() }
+        // Each step shows as it happens; a write that fails is kept by `out` and ends the
+        // demo with 74 at the last flush below.
+        func say(_ s: String) { out.line(s); try? out.flush() }
 
         let broker: EmbeddedBroker
         do {
-            var topics = try BrokerCommand.topicDefinitions(nil)
+            var topics = try KafkaOptions.topicDefinitions(nil)
             if let i = topics.firstIndex(where: { $0.name == "health-samples" }) { topics[i].partitions = 4 }
             broker = try EmbeddedBroker(brokers: 1, topics: topics)
         } catch {
@@ -85,8 +88,8 @@ enum DemoCommand: Subcommand {
         for row in before {
             guard case .cumulative(let value, let shares) = row.summary else { continue }
             let n = naive[row.key] ?? 0
-            let breakdown = shares.map { "\(TerminalText.escaped($0.source)) \(grouped($0.value))" }.joined(separator: ", ")
-            say("   \(leftAligned(TerminalText.escaped(row.key.user), 5)) \(row.key.day)  \(TotalsCommand.pad(grouped(n), 10)) \(TotalsCommand.pad(grouped(value), 10))   \(breakdown)")
+            let breakdown = shares.map { "\(TerminalText.escaped($0.source)) \(NumberText.grouped($0.value))" }.joined(separator: ", ")
+            say("   \(NumberText.leftAligned(TerminalText.escaped(row.key.user), 5)) \(row.key.day)  \(NumberText.rightAligned(NumberText.grouped(n), 10)) \(NumberText.rightAligned(NumberText.grouped(value), 10))   \(breakdown)")
         }
 
         // 3. A late sample and a deletion.
@@ -150,12 +153,13 @@ enum DemoCommand: Subcommand {
         say("\n6. dana's phone last checked in \(fresh.phoneHours) hours ago, her watch just now; every other source delivered")
         say("   samples a moment ago (their Kafka timestamps are their sign of life). daybook stale says:")
         var table: [String] = []
-        StaleCommand.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
+        StaleReportText.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
         for line in table { say(line.isEmpty ? "" : "   " + line) }
         let silentOnes = fresh.report.stale.filter { !$0.isCanary }.map { "\($0.user)/\($0.source)" }
         let staleFound = silentOnes == (fresh.phoneHours > 0 ? ["dana/phone"] : []) && fresh.unreported.isEmpty
 
         say("\nDone in \(String(format: "%.1f", clock.elapsed)) s. Inspect with: daybook totals --data \(live) --user ana --metric steps")
+        try out.flush()
         return identical && matchesRollup && followsNewOrder && staleFound ? ExitCode.ok : ExitCode.software
     }
 
@@ -172,7 +176,7 @@ enum DemoCommand: Subcommand {
         _ = try PublishCommand.publish(.bytes(Data((lines.joined(separator: "\n") + "\n").utf8)), connection: config.connection,
                                        producer: config.producer, topic: "health-samples") { _, _ in }
         _ = try project(config, into: live, recordChanges: false)
-        let judged = try StaleCommand.judge(live, policy: config.freshness, now: Instant(seconds: now + 60))
+        let judged = try ShardReader(directory: live).judgeFreshness(policy: config.freshness, now: Instant(seconds: now + 60))
         return (judged.report, judged.unreported, phoneHours)
     }
 
@@ -227,16 +231,10 @@ enum DemoCommand: Subcommand {
     private static func describe(_ total: DayTotal?) -> String {
         switch total?.summary {
         case nil: return "no data"
-        case .cumulative(let v, _)?: return grouped(v)
+        case .cumulative(let v, _)?: return NumberText.grouped(v)
         case .discrete(let lo, let hi, let avg, let n)?: return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) (\(n))"
         }
     }
 
     /// `s` padded with spaces to `width` (never cut: a long user id stays whole).
-    static func leftAligned(_ s: String, _ width: Int) -> String {
-        s + String(repeating: " ", count: max(0, width - s.count))
-    }
-
-    /// 14200.4 → "14,200".
-    static func grouped(_ v: Double) -> String { NumberText.grouped(Int(v.rounded())) }
 }

@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 
 /// `daybook explain`: why a day's total is what it is.
@@ -71,7 +72,7 @@ enum ExplainCommand: Subcommand {
         case .discrete(let lo, let hi, let avg, let count)?:
             out.line("min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), count \(count)")
         }
-        out.flush()
+        try out.flush()
         return rejected == 0 ? ExitCode.ok : ExitCode.dataError
     }
 }

@@ -1,4 +1,6 @@
+import DaybookConfiguration
 import DaybookCore
+import DaybookFiles
 import DaybookKafka
 import DaybookMetrics
 import DaybookPipeline
@@ -31,20 +33,26 @@ extension CLIError {
             if let detail = e.detail { e.message = detail.commandLineMessage }
             switch e.kind {
             case .storage: self.init(code: ExitCode.ioError, message: e.message)
-            case .kafka: self.init(code: ExitCode.unavailable, message: e.message)
-            case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.message)
+            case .kafka: self.init(code: ExitCode.unavailable, message: e.message + (e.kafkaError.map(CLIError.hint(for:)) ?? ""))
+            case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.message + CLIError.hint(for: e.shardKind))
             case .logMismatch: self.init(code: ExitCode.logMismatch, message: e.message)
             case .badRequest: self.init(code: ExitCode.usage, message: e.message)
             case .interrupted: self.init(code: ExitCode.tempFail, message: e.message)
             }
         case let e as Shard.ShardError:
-            self.init(code: ExitCode.of(e.kind), message: e.message)
+            self.init(code: ExitCode.of(e.kind), message: e.message + CLIError.hint(for: e.kind))
         case let e as DatabaseError:
             self.init(code: e.isCorrupt ? ExitCode.dataError : ExitCode.ioError, message: "\(e)")
         case let e as KafkaError:
-            self.init(code: e.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(e)")
+            self.init(code: e.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(e)" + CLIError.hint(for: e))
         case let e as ConfigurationError:
             self.init(code: ExitCode.config, message: "\(e)")
+        case let e as FileWriteError:
+            self.init(code: ExitCode.ioError, message: "\(e)")
+        case let e as ConfigurationFileError:
+            // A file that is not there or cannot be read is a missing input (66); one that
+            // says something wrong is a configuration error (78).
+            self.init(code: e.isUnreadable ? ExitCode.noInput : ExitCode.config, message: "\(e)")
         case let e where SystemError.isFoundationError(e):
             self.init(code: ExitCode.ioError, message: SystemError.describe(e))
         default:
@@ -54,6 +62,20 @@ extension CLIError {
 }
 
 extension CLIError {
+    /// What to run or which option to give for a Kafka error the library describes in its
+    /// own terms ("" when there is nothing to add).
+    static func hint(for error: KafkaError) -> String {
+        if error.resultCode == .unknownTopicOrPartition { return "; create it with 'daybook topics'" }
+        if error.property == "group.id" { return " (--group G)" }
+        return ""
+    }
+
+    /// The options that fix a shard the libraries refused ("" when there is nothing to add).
+    static func hint(for kind: Shard.ShardError.Kind?) -> String {
+        guard kind == .priorityMismatch else { return "" }
+        return " Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
+    }
+
     /// A `--metrics-file` that cannot work, refused at start (`project`, `stale`): 66 when its
     /// directory is missing or not a directory, 64 when it names a directory, 74 when the
     /// first write fails (permissions, read-only, full).

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookFiles
 import DaybookStore
 import Foundation
 
@@ -279,32 +280,29 @@ private struct LineStream {
     }
 }
 
-/// Buffered writing to standard output (one syscall per 64 KiB, not per line).
+/// Buffered writing to standard output (one syscall per 64 KiB, not per line), every
+/// write checked. `line` never throws, so rendering code stays simple; the first failed
+/// write is kept, nothing more is written, and `flush()` throws it: a command whose output
+/// was lost (a full disk, a closed pipe) exits 74, never 0.
 struct OutputBuffer {
-    private var buffer: [UInt8] = []
-    private let fd: Int32
+    private var writer: CheckedWriter
+    private var failure: FileWriteError?
 
     init(fd: Int32 = 1) {
-        self.fd = fd
-        buffer.reserveCapacity(1 << 16)
+        writer = CheckedWriter(fd: fd, name: fd == 1 ? "standard output" : "file descriptor \(fd)")
     }
 
     mutating func line(_ s: String) {
-        buffer.append(contentsOf: s.utf8)
-        buffer.append(10)
-        if buffer.count >= 1 << 16 { flush() }
+        guard failure == nil else { return }
+        do { try writer.line(s) } catch { failure = error }
     }
 
-    mutating func flush() {
-        buffer.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { break }
-                offset += n
-            }
+    /// Writes out what is buffered; throws the first write that failed, now or before.
+    mutating func flush() throws(FileWriteError) {
+        if failure == nil {
+            do { try writer.flush() } catch { failure = error }
         }
-        buffer.removeAll(keepingCapacity: true)
+        if let failure { throw failure }
     }
 }
 

@@ -1,4 +1,6 @@
+import DaybookConfiguration
 import DaybookCore
+import DaybookFiles
 import DaybookImport
 import DaybookStore
 import Foundation
@@ -438,20 +440,20 @@ final class ExportInput {
     }
 }
 
-/// Lines written through a buffer, every write checked (a full disk is an error, not a
-/// silently short file). A temporary file is renamed over its destination by `commit`.
+/// Lines written through a `CheckedWriter` (a full disk is an error, not a silently short
+/// file). A temporary file is renamed over its destination by `commit`.
 final class LineSink {
     let fd: Int32
     let path: String
     /// Set while the file is a temporary one that `commit` renames (removed by the owner otherwise).
     private(set) var temporaryPath: String?
-    private var buffer: [UInt8] = []
+    private var writer: CheckedWriter
 
     init(fd: Int32, path: String, temporary: Bool = false) {
         self.fd = fd
         self.path = path
         temporaryPath = temporary ? path : nil
-        buffer.reserveCapacity(1 << 17)
+        writer = CheckedWriter(fd: fd, name: path)
     }
 
     static func create(_ path: String) throws -> LineSink {
@@ -475,22 +477,19 @@ final class LineSink {
     }
 
     func write(_ line: String, newline: Bool = true) throws {
-        buffer.append(contentsOf: line.utf8)
-        if newline { buffer.append(10) }
-        if buffer.count >= 1 << 16 { try flush() }
+        do {
+            if newline { try writer.line(line) } else { try writer.text(line) }
+        } catch {
+            throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(error.reason)")
+        }
     }
 
     func flush() throws {
-        try buffer.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
-                offset += n
-            }
+        do {
+            try writer.flush()
+        } catch {
+            throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(error.reason)")
         }
-        buffer.removeAll(keepingCapacity: true)
     }
 
     func close() throws {
@@ -501,9 +500,11 @@ final class LineSink {
     /// Flushes, syncs and renames the temporary file over `destination`.
     func commit(to destination: String) throws {
         try flush()
-        guard fsync(fd) == 0, Glibc.close(fd) == 0, rename(path, destination) == 0 else {
-            throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))")
+        temporaryPath = nil // closed and renamed, or removed, by commit
+        do {
+            try AtomicFile.commit(fd: fd, temporary: path, to: destination)
+        } catch {
+            throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(error.reason)")
         }
-        temporaryPath = nil
     }
 }

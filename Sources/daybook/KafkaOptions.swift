@@ -1,4 +1,6 @@
+import DaybookConfiguration
 import DaybookKafka
+import Foundation
 
 /// What every command that talks to Kafka reads from its command line the same way.
 enum KafkaOptions {
@@ -25,5 +27,21 @@ enum KafkaOptions {
         }
         let seconds = try arguments.integer("--connect-timeout", default: 30, in: 1...3_600)
         return (config, .seconds(seconds))
+    }
+
+    /// `dir`, else ./topics if it exists, else the built-in definitions.
+    static func topicDefinitions(_ dir: String?) throws -> [TopicDefinition] {
+        let path = dir ?? "topics"
+        guard dir != nil || FileManager.default.fileExists(atPath: path) else { return TopicDefinition.builtIn }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CLIError(code: ExitCode.noInput, message: "\(path): no such topics directory")
+        }
+        guard isDirectory.boolValue else { throw CLIError(code: ExitCode.noInput, message: "\(path): not a directory of topic definitions") }
+        do {
+            return try TopicDefinition.load(directory: path)
+        } catch {
+            throw CLIError(code: ExitCode.config, message: "\(error)")
+        }
     }
 }

@@ -99,7 +99,7 @@ enum PipelineBench {
         }
 
         // 1. The log, its keyed copy for kcat -P, and the core figure (in process).
-        note("generating about \(DemoCommand.grouped(Double(settings.events))) events for \(settings.users) users (seed \(settings.seed))…")
+        note("generating about \(NumberText.grouped(Double(settings.events))) events for \(settings.users) users (seed \(settings.seed))…")
         let log = work + "/events.jsonl", keyed = work + "/events.keyed"
         do {
             let events = generate(events: settings.events, users: settings.users, seed: settings.seed)
@@ -185,7 +185,7 @@ enum PipelineBench {
             out.line("")
         }
         out.line(json)
-        out.flush()
+        try out.flush()
         return ExitCode.ok
     }
 
@@ -423,17 +423,17 @@ enum PipelineBench {
 
     static func table(_ f: Figures, _ s: Settings) -> [String] {
         let n = Double(f.events)
-        func rate(_ seconds: Double) -> String { DemoCommand.grouped(n / max(seconds, 1e-9)) }
+        func rate(_ seconds: Double) -> String { NumberText.grouped(n / max(seconds, 1e-9)) }
         func row(_ what: String, _ seconds: Double?, _ rate: String, _ rss: Double?, _ note: String = "") -> String {
             let secs = seconds.map { String(format: "%.2f", $0) } ?? "-"
             let mem = rss.map { String(format: "%.0f MiB", $0) } ?? ""
-            return DemoCommand.leftAligned(what, 46) + TotalsCommand.pad(secs, 8) + TotalsCommand.pad(rate, 13) + TotalsCommand.pad(mem, 11) + (note.isEmpty ? "" : "   " + note)
+            return NumberText.leftAligned(what, 46) + NumberText.rightAligned(secs, 8) + NumberText.rightAligned(rate, 13) + NumberText.rightAligned(mem, 11) + (note.isEmpty ? "" : "   " + note)
         }
         let ratios = ratioFigures(f)
         return [
-            "daybook bench: \(DemoCommand.grouped(n)) events (\(String(format: "%.1f", Double(f.logBytes) / 1e6)) MB of JSON lines, \(f.users) users, seed \(s.seed)), \(s.partitions) partitions, \(ProcessInfo.processInfo.activeProcessorCount) cores\(f.loadAverage.map { String(format: " (load %.2f at start)", $0) } ?? ""), daybook \(Version.string)\(s.config.map { ", project --config \(TerminalText.escaped($0))" } ?? "")",
+            "daybook bench: \(NumberText.grouped(n)) events (\(String(format: "%.1f", Double(f.logBytes) / 1e6)) MB of JSON lines, \(f.users) users, seed \(s.seed)), \(s.partitions) partitions, \(ProcessInfo.processInfo.activeProcessorCount) cores\(f.loadAverage.map { String(format: " (load %.2f at start)", $0) } ?? ""), daybook \(Version.string)\(s.config.map { ", project --config \(TerminalText.escaped($0))" } ?? "")",
             "",
-            DemoCommand.leftAligned("", 46) + TotalsCommand.pad("seconds", 8) + TotalsCommand.pad("events/s", 13) + TotalsCommand.pad("peak RSS", 11),
+            NumberText.leftAligned("", 46) + NumberText.rightAligned("seconds", 8) + NumberText.rightAligned("events/s", 13) + NumberText.rightAligned("peak RSS", 11),
             row("daybook publish (validate, keyed, lz4)", f.publish.seconds, rate(f.publish.seconds), f.publish.peakRSSMegabytes),
             row("kcat -P -K (keyed, same producer settings)", f.kcatProduce, rate(f.kcatProduce), nil, String(format: "publish/kcat %.2f", ratios.publish)),
             row("kcat -C, all partitions (raw direct)", f.rawDirect, rate(f.rawDirect), nil),
@@ -442,7 +442,7 @@ enum PipelineBench {
             row("daybook project (group)", f.projectGroup.seconds, rate(f.projectGroup.seconds), f.projectGroup.peakRSSMegabytes, String(format: "%.2f of raw group", ratios.group)),
             row("restart --solo, nothing new", f.restartSolo.seconds, "-", f.restartSolo.peakRSSMegabytes),
             row("restart (group), nothing new, join included", f.restartGroup.seconds, "-", f.restartGroup.peakRSSMegabytes),
-            row("core apply + resolve (in process, samples/s)", nil, DemoCommand.grouped(f.core), nil),
+            row("core apply + resolve (in process, samples/s)", nil, NumberText.grouped(f.core), nil),
             "solo data directory: \(String(format: "%.1f", Double(f.dataBytes) / 1e6)) MB on disk, \(String(format: "%.0f", Double(f.dataBytes) / max(n, 1))) bytes/event",
         ]
     }

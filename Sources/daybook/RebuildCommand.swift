@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookLog
@@ -174,7 +175,7 @@ enum VerifyCommand: Subcommand {
             damaged.insert(partition)
             out.line("DIFFERS sync state \(TerminalText.escaped(d.key.user))/\(TerminalText.escaped(d.key.source)): live \(describe(d.live)) · rebuilt \(describe(d.rebuilt))")
         })
-        out.flush()
+        try out.flush()
         let offsets = RebuildOptions.describe(outcome.offsets, verbose: arguments.has("--verbose"))
         if differences > 0 || syncDifferences > 0 {
             let partitions = damaged.sorted().map(String.init).joined(separator: ",")
@@ -261,7 +262,7 @@ enum DiffCommand: Subcommand {
                 out.line("\(TerminalText.escaped(d.key.user)) · \(d.key.metric.rawValue) · \(d.key.day): \(plain(d.live)) → \(plain(d.rebuilt))\(delta)")
             }
         }
-        out.flush()
+        try out.flush()
         printError("diff: \(changed) of \(outcome.rows) rows would change under \(config.priority.fingerprint) (\(outcome.offsets.count) partition\(outcome.offsets.count == 1 ? "" : "s") compared up to the live offsets); nothing live was touched")
         return ExitCode.ok
     }

@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookLog
@@ -165,7 +166,7 @@ enum ReplayCommand: Subcommand {
         if dryRun {
             var out = OutputBuffer()
             for plan in plans { out.line(line(plan)) }
-            out.flush()
+            try out.flush()
             return ExitCode.ok
         }
         for plan in plans {

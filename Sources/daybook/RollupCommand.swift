@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
@@ -59,7 +60,7 @@ enum RollupCommand: Subcommand {
         } catch let error as DatabaseError {
             throw CLIError(code: ExitCode.ioError, message: "the temporary state store in \(scratch.path): \(error) (set TMPDIR to a directory with space)")
         }
-        out.flush()
+        try out.flush()
         return rejected == 0 ? ExitCode.ok : ExitCode.dataError
     }
 

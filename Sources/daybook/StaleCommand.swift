@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookMetrics
 import DaybookStore
@@ -100,9 +101,9 @@ enum StaleCommand: Subcommand {
         var all: [SourceSync] = []
         // The latest sign of life after `now`: silence cannot be judged before it.
         var after: SourceSync?
-        let judged: Judgement
+        let judged: FreshnessReading
         do {
-            judged = try judge(data, policy: policy, now: now, keepPairs: !arguments.has("--summary")) { pair in
+            judged = try ShardReader(directory: data).judgeFreshness(policy: policy, now: now, keepPairs: !arguments.has("--summary")) { pair in
                 if arguments.has("--all") { all.append(pair) }
                 if let seen = pair.lastSeen, seen > now, after.flatMap(\.lastSeen).map({ seen > $0 }) ?? true { after = pair }
             }
@@ -128,13 +129,13 @@ enum StaleCommand: Subcommand {
 
         var out = OutputBuffer()
         if format == "json" {
-            out.line(json(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil))
+            out.line(StaleReportText.json(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil))
         } else {
             var lines: [String] = []
-            table(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil, into: &lines)
+            StaleReportText.table(report, policy: policy, unreported: unreported, all: arguments.has("--all") ? all : nil, into: &lines)
             for line in lines { out.line(line) }
         }
-        out.flush()
+        try out.flush()
         if let path = arguments.value("--metrics-file") {
             try StaleMetrics.write(report, policy: policy, unreported: unreported, to: path)
         }
@@ -144,11 +145,11 @@ enum StaleCommand: Subcommand {
         }
         let neverSeen = judged.canariesNeverSeen.filter { !unreported.contains($0) }
         if !neverSeen.isEmpty {
-            printError("stale: canar\(neverSeen.count == 1 ? "y" : "ies") \(names(neverSeen)) never checked in: that proves only that never-seen pairs are reported. Publish one source-checked-in for each when you set it up, so every run also tests the thresholds.")
+            printError("stale: canar\(neverSeen.count == 1 ? "y" : "ies") \(StaleReportText.names(neverSeen)) never checked in: that proves only that never-seen pairs are reported. Publish one source-checked-in for each when you set it up, so every run also tests the thresholds.")
         }
         if !unreported.isEmpty {
             printError("""
-            stale: DETECTOR BROKEN: \(unreported.count) of \(policy.canaries.count) canaries not reported stale: \(names(unreported)).
+            stale: DETECTOR BROKEN: \(unreported.count) of \(policy.canaries.count) canaries not reported stale: \(StaleReportText.names(unreported)).
             stale: A canary never checks in, so it must always be stale. Check the thresholds of these sources in freshness (a unit mistake such as "36d" for "36h"?) and that nobody publishes check-ins for the canary. Until then, silence of real users may go unreported too.
             """)
             return detectorBroken
@@ -156,33 +157,6 @@ enum StaleCommand: Subcommand {
         return report.pages ? 1 : ExitCode.ok
     }
 
-    /// What one reading of a data directory's sync state says.
-    struct Judgement {
-        var report: StaleReport
-        /// Canaries the report does not list: the detector is broken.
-        var unreported: [SyncKey]
-        var coverage: SyncStateCoverage
-        var canariesNeverSeen: [SyncKey]
-    }
-
-    /// Reads every pair of `data` once, judges it at `now` under `policy`, and checks the
-    /// canaries (`stale`, and the demo). `each` sees every pair too (`--all`).
-    static func judge(_ data: String, policy: FreshnessPolicy, now: Instant, keepPairs: Bool = true,
-                      each: (SourceSync) -> Void = { _ in }) throws -> Judgement {
-        var evaluation = StaleDetector.Evaluation(detector: StaleDetector(policy: policy), now: now, keepPairs: keepPairs)
-        let coverage = try ShardReader(directory: data).forEachSyncPair { pair in
-            evaluation.add(pair)
-            each(pair)
-        }
-        let report = evaluation.finish()
-        return Judgement(report: report, unreported: CanaryCheck.unreported(policy.canaries, in: report), coverage: coverage,
-                         canariesNeverSeen: evaluation.canariesNeverSeen)
-    }
-
-    /// `user/source, …`, for people.
-    static func names(_ pairs: [SyncKey]) -> String {
-        pairs.map { "\(TerminalText.escaped($0.user))/\(TerminalText.escaped($0.source))" }.joined(separator: ", ")
-    }
 
     /// Says which shards cannot show their users' silence (yet), and what fills them in.
     static func warn(_ gaps: SyncStateCoverage, data: String) {
@@ -228,94 +202,6 @@ enum StaleCommand: Subcommand {
         return named
     }
 
-    static func table(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?,
-                      into out: inout [String]) {
-        let canaries = report.stale.filter(\.isCanary).count
-        let stale = report.sources.map(\.stale).reduce(0, +) // counted also when --summary keeps no pair
-        out.append("stale as of \(report.now): \(stale) pair\(stale == 1 ? "" : "s") silent past their threshold (and \(canaries) canar\(canaries == 1 ? "y" : "ies"))")
-        if !report.stale.isEmpty {
-            var rows = [["SOURCE", "USER", "SILENT FOR", "LAST SEEN", "THRESHOLD", ""]]
-            for p in report.stale {
-                rows.append([TerminalText.cell(p.source), TerminalText.cell(p.user),
-                             p.silence.map { describe($0) } ?? "never seen", p.lastSeen.map { "\($0)" } ?? "-",
-                             describe(p.threshold), p.isCanary ? "canary" : ""])
-            }
-            columns(rows, into: &out)
-        }
-        out.append("")
-        out.append("by source (canaries not counted):")
-        var rows = [["SOURCE", "USERS", "STALE", "SHARE", "PAGE AT", ""]]
-        for s in report.sources {
-            rows.append([TerminalText.cell(s.source), "\(s.users)", "\(s.stale)", percent(s.fraction), percent(s.pageFraction),
-                         s.pages ? "PAGE" : "ok"])
-        }
-        columns(rows, into: &out)
-        if let all {
-            out.append("")
-            out.append("every pair:")
-            var rows = [["SOURCE", "USER", "LAST SEEN", "LAST CHECK-IN", "LAST SAMPLE DELIVERED", "NEWEST SAMPLE END", "STALE"]]
-            let stale = Set(report.stale.map { SyncKey(user: $0.user, source: $0.source) })
-            for p in all.sorted(by: { ($0.source, $0.user) < ($1.source, $1.user) }) {
-                rows.append([TerminalText.cell(p.source), TerminalText.cell(p.user), p.lastSeen.map { "\($0)" } ?? "-",
-                             p.lastCheckIn.map { "\($0)" } ?? "-", p.lastSampleDelivered.map { "\($0)" } ?? "-",
-                             p.newestSampleEnd.map { "\($0)" } ?? "-",
-                             stale.contains(SyncKey(user: p.user, source: p.source)) ? "yes" : "no"])
-            }
-            columns(rows, into: &out)
-        }
-        out.append("")
-        if policy.canaries.isEmpty {
-            out.append("canaries: none configured")
-        } else if unreported.isEmpty {
-            out.append("canaries: all \(policy.canaries.count) reported stale: the detector fires")
-        } else {
-            out.append("canaries: \(unreported.count) of \(policy.canaries.count) NOT reported stale: the detector is broken")
-        }
-    }
-
-    static func json(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], all: [SourceSync]?) -> String {
-        func time(_ i: Instant?) -> String { i.map { "\"\($0)\"" } ?? "null" }
-        func seconds(_ d: Duration?) -> String { d.map { JSONWriter.number($0.inSeconds) } ?? "null" }
-        let stale = report.stale.map { p in
-            "{\"user\":\(JSONWriter.quoted(p.user)),\"source\":\(JSONWriter.quoted(p.source)),\"last_seen\":\(time(p.lastSeen)),\"silent_seconds\":\(seconds(p.silence)),\"threshold_seconds\":\(seconds(p.threshold)),\"canary\":\(p.isCanary)}"
-        }
-        let sources = report.sources.map { s in
-            "{\"source\":\(JSONWriter.quoted(s.source)),\"users\":\(s.users),\"stale\":\(s.stale),\"fraction\":\(JSONWriter.number(s.fraction)),\"page_fraction\":\(JSONWriter.number(s.pageFraction)),\"pages\":\(s.pages)}"
-        }
-        let reported = Set(unreported)
-        let canaries = policy.canaries.map { c in
-            "{\"user\":\(JSONWriter.quoted(c.user)),\"source\":\(JSONWriter.quoted(c.source)),\"reported\":\(!reported.contains(c))}"
-        }
-        var s = "{\"now\":\"\(report.now)\",\"pages\":\(report.pages),\"detector_ok\":\(unreported.isEmpty),\"stale\":[\(stale.joined(separator: ","))],\"sources\":[\(sources.joined(separator: ","))],\"canaries\":[\(canaries.joined(separator: ","))]"
-        if let all {
-            let pairs = all.sorted(by: { ($0.source, $0.user) < ($1.source, $1.user) }).map { p in
-                let metrics = p.metrics.sorted().map { "\"\($0.rawValue)\"" }.joined(separator: ",")
-                return "{\"user\":\(JSONWriter.quoted(p.user)),\"source\":\(JSONWriter.quoted(p.source)),\"last_seen\":\(time(p.lastSeen)),\"last_check_in\":\(time(p.lastCheckIn)),\"last_sample_delivered\":\(time(p.lastSampleDelivered)),\"newest_sample_end\":\(time(p.newestSampleEnd)),\"zone\":\(p.zone.map(JSONWriter.quoted) ?? "null"),\"metrics\":[\(metrics)]}"
-            }
-            s += ",\"pairs\":[\(pairs.joined(separator: ","))]"
-        }
-        return s + "}"
-    }
-
-    static func describe(_ d: Duration) -> String {
-        let s = d.components.seconds
-        return s < 0 ? "-" + DurationText.describe(seconds: -s) : DurationText.describe(seconds: s)
-    }
-
-    static func percent(_ f: Double) -> String { String(format: "%.1f%%", f * 100) }
-
-    /// Left-aligned columns, two spaces apart.
-    static func columns(_ rows: [[String]], into out: inout [String]) {
-        guard let first = rows.first else { return }
-        var widths = Array(repeating: 0, count: first.count)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        for row in rows {
-            let cells = row.enumerated().map { i, cell in cell + String(repeating: " ", count: widths[i] - cell.count) }
-            var line = "  " + cells.joined(separator: "  ")
-            while line.hasSuffix(" ") { line.removeLast() }
-            out.append(line)
-        }
-    }
 }
 
 /// `stale --metrics-file`: the report in the Prometheus text format, one series per source.

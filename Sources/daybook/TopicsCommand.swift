@@ -26,11 +26,11 @@ enum TopicsCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("topics takes no positional arguments") }
         let (config, _) = try KafkaOptions.load(arguments, command: "topics")
-        let definitions = try BrokerCommand.topicDefinitions(arguments.value("--topics"))
+        let definitions = try KafkaOptions.topicDefinitions(arguments.value("--topics"))
+        var out = OutputBuffer()
         do {
             let admin = try KafkaAdmin(connection: config.connection, logger: Logger(label: "topics", level: .warning))
             let outcome = try admin.ensureTopics(definitions)
-            var out = OutputBuffer()
             for t in definitions {
                 switch outcome[t.name] {
                 case .created?: out.line("\(t.name): created (\(t.partitions) partitions, replication \(t.replicationFactor))")
@@ -38,10 +38,10 @@ enum TopicsCommand: Subcommand {
                 case nil: out.line("\(t.name): unknown")
                 }
             }
-            out.flush()
-            return ExitCode.ok
         } catch {
             throw CLIError(code: error.kind == .configuration ? ExitCode.config : ExitCode.unavailable, message: "\(error)")
         }
+        try out.flush()
+        return ExitCode.ok
     }
 }

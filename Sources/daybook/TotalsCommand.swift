@@ -77,11 +77,9 @@ enum TotalsCommand: Subcommand {
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
 
         let reader = ShardReader(directory: data)
-        var groups: [Group] = []
+        let groups: [DayBlock]
         do {
-            let rows = try reader.totals(query)
-            let pairs = try Self.syncPairs(reader, query: query, rows: rows)
-            groups = Self.groups(rows, query: query, pairs: pairs)
+            groups = try reader.dayBlocks(query)
         } catch {
             throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
         }
@@ -118,7 +116,7 @@ enum TotalsCommand: Subcommand {
         default:
             table(groups, into: &out)
         }
-        out.flush()
+        try out.flush()
         return ExitCode.ok
     }
 
@@ -126,83 +124,10 @@ enum TotalsCommand: Subcommand {
         "[" + names.map(JSONWriter.quoted).joined(separator: ",") + "]"
     }
 
-    /// One (user, metric) block: its rows (in day order), its range, and the pairs of its user.
-    struct Group {
-        var user: String
-        var metric: Metric
-        var rows: [DayTotal]
-        var first: CivilDay
-        var last: CivilDay
-        var pairs: [SourceSync]
-
-        /// Visits the days of the range with their row (if any) and the sources not heard from
-        /// since the day ended (`SourceSync.silentSources`). With `everyDay` false, only days
-        /// with a row or a silent source: a long range costs the days printed, not the days in it.
-        func forEachDay(everyDay: Bool, _ body: (CivilDay, DayTotal?, [(source: String, lastSeen: CivilDay)]) -> Void) {
-            let seen = SourceSync.lastSeenDays(pairs, metric: metric)
-            // From the day of the earliest last sign of life of a source that syncs the metric, days may be unknown.
-            let earliestUnknown = seen.map(\.lastSeen).min()
-            var day = first
-            var next = rows.startIndex
-            while day <= last {
-                while next < rows.endIndex, rows[next].key.day < day { next += 1 }
-                let row = next < rows.endIndex && rows[next].key.day == day ? rows[next] : nil
-                let maybeUnknown = earliestUnknown.map { day >= $0 } ?? false
-                if everyDay || row != nil || maybeUnknown {
-                    body(day, row, maybeUnknown ? seen.filter { day >= $0.lastSeen } : [])
-                    day = day.adding(days: 1)
-                } else {
-                    // Jump to the next row, or to the first day that may be unknown.
-                    let candidates = [next < rows.endIndex ? rows[next].key.day : nil, earliestUnknown].compactMap { $0 }
-                    guard let jump = candidates.min(), jump > day else { break }
-                    day = jump
-                }
-            }
-        }
-    }
-
-    /// The sync state of the users the answer is about: one user's, or, for all users, one
-    /// pass over every shard's pairs keeping those of users with rows.
-    static func syncPairs(_ reader: ShardReader, query: ShardReader.Query, rows: [DayTotal]) throws -> [String: [SourceSync]] {
-        if let user = query.user { return [user: try reader.syncPairs(user: user)] }
-        let users = Set(rows.map(\.key.user))
-        var out: [String: [SourceSync]] = [:]
-        guard !users.isEmpty else { return out }
-        try reader.forEachSyncPair { pair in
-            if users.contains(pair.user) { out[pair.user, default: []].append(pair) }
-        }
-        return out
-    }
-
-    /// Groups the rows by (user, metric); a block covers --from..--to, else its first to its
-    /// last row. Asked for one user and a whole range, a metric of theirs without rows still
-    /// gets its block, so unknown days show.
-    static func groups(_ rows: [DayTotal], query: ShardReader.Query, pairs: [String: [SourceSync]]) -> [Group] {
-        var byKey: [(String, Metric, [DayTotal])] = []
-        for row in rows {
-            if let last = byKey.last, last.0 == row.key.user, last.1 == row.key.metric {
-                byKey[byKey.count - 1].2.append(row)
-            } else {
-                byKey.append((row.key.user, row.key.metric, [row]))
-            }
-        }
-        if let user = query.user, query.from != nil, query.to != nil {
-            let theirs = pairs[user] ?? []
-            let spoken = theirs.contains { $0.metrics.isEmpty } ? Set(Metric.allCases) : Set(theirs.flatMap(\.metrics))
-            let metrics = query.metric.map { [$0] } ?? spoken.sorted()
-            for metric in metrics where !byKey.contains(where: { $0.1 == metric }) { byKey.append((user, metric, [])) }
-            byKey.sort { ($0.0, $0.1) < ($1.0, $1.1) }
-        }
-        return byKey.compactMap { user, metric, days in
-            guard let first = query.from ?? days.first?.key.day, let last = query.to ?? days.last?.key.day else { return nil }
-            return Group(user: user, metric: metric, rows: days, first: first, last: last, pairs: pairs[user] ?? [])
-        }
-    }
-
     /// One block per (user, metric); one line per day of the range: the total, "no data"
     /// (every source has checked in since, nothing recorded) or "unknown" (a source that
     /// speaks for the metric has been silent since before that day).
-    static func table(_ groups: [Group], into out: inout OutputBuffer) {
+    static func table(_ groups: [DayBlock], into out: inout OutputBuffer) {
         guard !groups.isEmpty else {
             out.line("no data")
             return
@@ -214,17 +139,13 @@ enum TotalsCommand: Subcommand {
                 switch row?.summary {
                 case .cumulative(let v, let shares)?:
                     let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
-                    out.line("  \(day)  \(pad(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
+                    out.line("  \(day)  \(NumberText.rightAligned(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case .discrete(let lo, let hi, let avg, let n)?:
                     out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case nil:
-                    out.line("  \(day)  \(pad(unknown.isEmpty ? "no data" : "unknown", 12))" + (silent.isEmpty ? "" : "  \(silent)"))
+                    out.line("  \(day)  \(NumberText.rightAligned(unknown.isEmpty ? "no data" : "unknown", 12))" + (silent.isEmpty ? "" : "  \(silent)"))
                 }
             }
         }
-    }
-
-    static func pad(_ s: String, _ width: Int) -> String {
-        String(repeating: " ", count: max(0, width - s.count)) + s
     }
 }

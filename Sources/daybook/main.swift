@@ -27,6 +27,19 @@ func mainHelp() -> String {
     return s
 }
 
+/// Writes `text` to standard output: 0, or 74 when it could not be written.
+func emit(_ text: String) -> Int32 {
+    var out = OutputBuffer()
+    out.line(String(text.dropLast(text.hasSuffix("\n") ? 1 : 0)))
+    do {
+        try out.flush()
+        return ExitCode.ok
+    } catch {
+        printError("daybook: \(error)")
+        return ExitCode.ioError
+    }
+}
+
 func runMain() -> Int32 {
     var words = Array(CommandLine.arguments.dropFirst())
     guard let first = words.first else {
@@ -38,8 +51,7 @@ func runMain() -> Int32 {
             printError("daybook: \(first) takes no arguments.")
             return ExitCode.usage
         }
-        print("daybook \(Version.string)")
-        return ExitCode.ok
+        return emit("daybook \(Version.string)\n")
     }
     if first == "--help" || first == "-h" || first == "help" {
         guard words.count <= 2 else {
@@ -47,15 +59,13 @@ func runMain() -> Int32 {
             return ExitCode.usage
         }
         guard words.count == 2 else {
-            print(mainHelp(), terminator: "")
-            return ExitCode.ok
+            return emit(mainHelp())
         }
         guard let c = Commands.all.first(where: { $0.name == words[1] }) else {
             printError("daybook: '\(TerminalText.escaped(words[1]))' is not a command; the commands are \(Commands.all.map { $0.name }.joined(separator: ", ")).\nSee 'daybook help'.")
             return ExitCode.usage
         }
-        print(c.helpText, terminator: "")
-        return ExitCode.ok
+        return emit(c.helpText)
     }
     words.removeFirst()
     guard let command = Commands.all.first(where: { $0.name == first }) else {
@@ -65,8 +75,7 @@ func runMain() -> Int32 {
     do {
         let arguments = try command.parse(words)
         if arguments.has("--help") {
-            print(command.helpText, terminator: "")
-            return ExitCode.ok
+            return emit(command.helpText)
         }
         return try command.run(arguments)
     } catch {
@@ -77,4 +86,8 @@ func runMain() -> Int32 {
     }
 }
 
+// A reader that goes away (`daybook totals | head -1`) makes writes fail with EPIPE, which
+// the output writer reports (exit 74), instead of a SIGPIPE that would end the process
+// before it could say what it did not finish.
+signal(SIGPIPE, SIG_IGN)
 exit(runMain())

@@ -248,3 +248,25 @@ struct FreshnessTests {
         #expect(rollup([checkIn] + samples + [checkIn]) == rollup(samples))
     }
 }
+
+extension FreshnessTests {
+    @Test func aJudgementChecksTheCanariesAgainstItsOwnReport() {
+        // The canary zed/watch never checked in: stale, so the detector fired. With a
+        // threshold of "never" for the watch, nothing of the watch can be stale: it did not.
+        var policy = Self.policy
+        policy.canaries = [SyncKey(user: "zed", source: "watch")]
+        var evaluation = StaleDetector.Evaluation(detector: StaleDetector(policy: policy), now: Self.now)
+        for pair in Self.pairs() { evaluation.add(pair) }
+        let judged = evaluation.judge()
+        #expect(judged.detectorFired && judged.unreported.isEmpty)
+        #expect(judged.canariesNeverSeen == [SyncKey(user: "zed", source: "watch")])
+        #expect(judged.report.stale.map { "\($0.user)/\($0.source)" } == ["ana/phone", "zed/watch"])
+
+        policy.sources["watch"]?.threshold = nil
+        var broken = StaleDetector.Evaluation(detector: StaleDetector(policy: policy), now: Self.now)
+        for pair in Self.pairs() { broken.add(pair) }
+        let judgedBroken = broken.judge()
+        #expect(!judgedBroken.detectorFired)
+        #expect(judgedBroken.unreported == [SyncKey(user: "zed", source: "watch")])
+    }
+}

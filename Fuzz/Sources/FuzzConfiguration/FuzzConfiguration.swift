@@ -1,11 +1,11 @@
 // libFuzzer target: the input is the contents of a configuration file.
 //
 // `DaybookConfiguration.load` only reads from a path, so each input is written to one
-// file in $TMPDIR and loaded from there (Configuration.swift, Files.swift and
-// Arguments.swift are the executable target's own files, linked into this directory).
+// file in $TMPDIR and loaded from there.
 // An accepted configuration is then used as the commands use it: the producer and consumer
 // property maps, a Ledger ranking sources under its priority, and its description, which
 // must never show a secret read from the environment.
+import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 #if canImport(Glibc)

@@ -39,7 +39,7 @@ final class RDKafkaConsumer {
         rd_kafka_poll_set_consumer(client.handle)
         // librdkafka has no consumer queue without a usable group.id (e.g. an empty one).
         guard let consumerQueue = rd_kafka_queue_get_consumer(client.handle) else {
-            throw KafkaError(.configuration, "group.id '\(properties["group.id"] ?? "")' is not usable: give a consumer group name (--group G)")
+            throw KafkaError(.configuration, "group.id '\(properties["group.id"] ?? "")' is not usable: give a consumer group name", property: "group.id")
         }
         queue = consumerQueue
     }

@@ -3,42 +3,48 @@ import DaybookKafka
 import Foundation
 
 /// Everything `config/daybook.json` can say, with defaults for what it leaves out.
-struct DaybookConfiguration {
-    var priority = SourcePriority.builtIn
-    var connection = KafkaConnection()
-    var producer = ProducerConfiguration()
-    var consumer = ConsumerConfiguration()
+public struct DaybookConfiguration: Sendable {
+    public var priority = SourcePriority.builtIn
+    public var connection = KafkaConnection()
+    public var producer = ProducerConfiguration()
+    public var consumer = ConsumerConfiguration()
     /// `state.cache_mb`: memory for the projector's cache of stored samples, shared by all
     /// partitions of the process. Default 32; 0 keeps nothing between batches (slow: every
     /// batch reads its users back from the shards).
-    var cacheMegabytes = 32
+    public var cacheMegabytes = 32
     /// `freshness`: each source's silence threshold and page fraction, and the canaries.
-    var freshness = FreshnessPolicy()
+    public var freshness = FreshnessPolicy()
+
+    /// The defaults, as if from an empty file.
+    public init() {}
 
     /// The members a configuration file may have at its top level.
-    static let sections = ["priority", "kafka", "state", "freshness"]
+    public static let sections = ["priority", "kafka", "state", "freshness"]
 
-    /// Reads `path` (or returns the defaults for nil). `brokers` overrides bootstrap.servers.
+    /// Reads `path` (or returns the defaults for nil; `-` is standard input). `brokers`
+    /// overrides bootstrap.servers.
     ///
     /// Every member is checked, Kafka's too, so a typo fails here instead of leaving a
-    /// default in force. Only commands that talk to Kafka pass `resolvingSecrets`: the
+    /// default in force. Only callers that talk to Kafka pass `resolvingSecrets`: the
     /// others must not need the environment variables that `kafka.secrets` names.
-    static func load(_ path: String?, brokers: String? = nil, resolvingSecrets: Bool = true,
-                     environment: [String: String] = ProcessInfo.processInfo.environment) throws -> DaybookConfiguration {
+    ///
+    /// - Throws: `ConfigurationFileError`: the file cannot be read, is not JSON, or a
+    ///   member is wrong (its `ConfigurationError` names the member and what it takes).
+    public static func load(_ path: String?, brokers: String? = nil, resolvingSecrets: Bool = true,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationFileError) -> DaybookConfiguration {
         var config = DaybookConfiguration()
         if let path {
-            let bytes = try Files.read(path)
-            let json: JSONValue
-            do {
-                json = try bytes.withUnsafeBytes { raw in
-                    let all = raw.bindMemory(to: UInt8.self)
-                    let bom = all.starts(with: Files.byteOrderMark) ? Files.byteOrderMark.count : 0
-                    return try JSONParser.parse(UnsafeBufferPointer(rebasing: all[bom...]))
-                }
-            } catch let error as JSONSyntaxError {
-                throw CLIError(code: ExitCode.config, message: "\(path): not valid JSON: \(error)")
+            let bytes = try ConfigurationFileError.read(path)
+            let parsed = bytes.withUnsafeBufferPointer { all in
+                let bom = all.starts(with: byteOrderMark) ? byteOrderMark.count : 0
+                return Result { () throws(JSONSyntaxError) in try JSONParser.parse(UnsafeBufferPointer(rebasing: all[bom...])) }
             }
-            do {
+            let json: JSONValue
+            switch parsed {
+            case .success(let value): json = value
+            case .failure(let error): throw ConfigurationFileError(path: path, kind: .notJSON(error))
+            }
+            do throws(ConfigurationError) {
                 guard case .object(let members) = json else {
                     throw ConfigurationError(field: "(top level)", message: "must be a JSON object with the members \(sections.joined(separator: ", ")), got \(json.summary)")
                 }
@@ -49,17 +55,20 @@ struct DaybookConfiguration {
                 if let kafka = json["kafka"] { try config.readKafka(kafka, environment: resolvingSecrets ? environment : nil) }
                 if let state = json["state"] { try config.readState(state) }
                 if let freshness = json["freshness"] { try config.readFreshness(freshness) }
-            } catch let error as ConfigurationError {
-                throw CLIError(code: ExitCode.config, message: "\(path): \(error)")
+            } catch {
+                throw ConfigurationFileError(path: path, kind: .invalid(error))
             }
         }
         if let brokers { config.connection.bootstrapServers = brokers }
         return config
     }
 
+    /// The UTF-8 byte order mark some editors put at the start of a file; skipped there.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
     /// Reads the `kafka` section; with a nil `environment` the secrets' variable names are
     /// checked but not looked up.
-    private mutating func readKafka(_ kafka: JSONValue, environment: [String: String]?) throws {
+    private mutating func readKafka(_ kafka: JSONValue, environment: [String: String]?) throws(ConfigurationError) {
         guard case .object(let members) = kafka else { throw ConfigurationError(field: "kafka", message: "must be an object") }
         for (key, value) in members {
             let path = "kafka.\(key)"
@@ -130,7 +139,7 @@ struct DaybookConfiguration {
         }
     }
 
-    private mutating func readState(_ state: JSONValue) throws {
+    private mutating func readState(_ state: JSONValue) throws(ConfigurationError) {
         for (key, value) in try object(state, "state") {
             switch key {
             case "cache_mb": cacheMegabytes = try integer(value, "state.cache_mb", 0...1_048_576)
@@ -142,7 +151,7 @@ struct DaybookConfiguration {
     /// Reads `freshness`: `default` and each of `sources` is `{"threshold": "36h" | "never",
     /// "page_fraction": 0.25}` (a source's missing member is the default's); `canaries` is a
     /// list of `{"user": U, "source": S}`.
-    private mutating func readFreshness(_ section: JSONValue) throws {
+    private mutating func readFreshness(_ section: JSONValue) throws(ConfigurationError) {
         let members = try object(section, "freshness")
         for key in members.keys.sorted() where !["default", "sources", "canaries"].contains(key) {
             throw ConfigurationError(field: "freshness.\(key)", message: "unknown setting; use default, sources, canaries")
@@ -185,7 +194,7 @@ struct DaybookConfiguration {
         }
     }
 
-    private func rule(_ value: JSONValue, _ path: String, base: FreshnessPolicy.Rule) throws -> FreshnessPolicy.Rule {
+    private func rule(_ value: JSONValue, _ path: String, base: FreshnessPolicy.Rule) throws(ConfigurationError) -> FreshnessPolicy.Rule {
         var rule = base
         for (key, v) in try object(value, path) {
             switch key {
@@ -212,24 +221,24 @@ struct DaybookConfiguration {
     }
 
     /// `SASL_PASSWORD`, `_X1`: what a shell accepts as a variable name.
-    static func isVariableName(_ s: String) -> Bool {
+    public static func isVariableName(_ s: String) -> Bool {
         guard let first = s.utf8.first, !(48...57).contains(first) else { return false }
         return s.utf8.allSatisfy { $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
     }
 
-    private func string(_ v: JSONValue, _ path: String) throws -> String {
+    private func string(_ v: JSONValue, _ path: String) throws(ConfigurationError) -> String {
         guard case .string(let s) = v, !s.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw ConfigurationError(field: path, message: "must be a non-blank string, got \(v.summary)")
         }
         return s
     }
 
-    private func object(_ v: JSONValue, _ path: String) throws -> [String: JSONValue] {
+    private func object(_ v: JSONValue, _ path: String) throws(ConfigurationError) -> [String: JSONValue] {
         guard case .object(let o) = v else { throw ConfigurationError(field: path, message: "must be an object, got \(v.summary)") }
         return o
     }
 
-    private func scalar(_ v: JSONValue, _ path: String) throws -> String {
+    private func scalar(_ v: JSONValue, _ path: String) throws(ConfigurationError) -> String {
         switch v {
         case .string(let s): return s
         case .number(let d): return JSONWriter.number(d)
@@ -238,7 +247,7 @@ struct DaybookConfiguration {
         }
     }
 
-    private func integer(_ v: JSONValue, _ path: String, _ range: ClosedRange<Int>) throws -> Int {
+    private func integer(_ v: JSONValue, _ path: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard case .number(let d) = v, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
             throw ConfigurationError(field: path, message: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \(v.summary)")
         }

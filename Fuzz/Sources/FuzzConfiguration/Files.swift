@@ -1,1 +1,0 @@
-../../../Sources/daybook/Files.swift
