@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
         .library(name: "DaybookMetrics", targets: ["DaybookMetrics"]),
         .library(name: "DaybookImport", targets: ["DaybookImport"]),
+        .library(name: "DaybookPublish", targets: ["DaybookPublish"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days. No I/O.
@@ -34,7 +35,10 @@ let package = Package(
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
+        // Events → Kafka, for ingestion services and every command that publishes: the
+        // validating, keyed, accounted EventPublisher, and dead-letter replay over it.
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
         // Per-test temporary directories and promtool, shared by the test targets (the seeded
@@ -42,6 +46,8 @@ let package = Package(
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
+        // The pipeline in process: EmbeddedBroker over TCP and real shard files.
+        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPublish", "DaybookPipeline", "DaybookKafka", "DaybookStore", "DaybookCore", "DaybookLog", "DaybookTestSupport"]),
         .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookCore", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
         .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"],

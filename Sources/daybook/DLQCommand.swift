@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookLog
+import DaybookPublish
 import DaybookStore
 import Foundation
 
@@ -335,36 +336,34 @@ enum DLQCommand: Subcommand {
     /// Publishes every candidate keyed by its user and waits for every delivery report.
     static func publish(_ candidates: [Candidate], topic: String, config: DaybookConfiguration, connectTimeout: Duration) throws -> Delivery {
         var delivery = Delivery()
-        let producer: KafkaProducer
+        let publisher: EventPublisher
         do {
-            producer = try KafkaProducer(connection: config.connection, configuration: config.producer, logger: Logger(label: "dlq", level: .warning)) { report in
-                if let error = report.error {
-                    delivery.failed[report.id] = "\(error)"
-                } else {
+            publisher = try EventPublisher(connection: config.connection, configuration: config.producer, topic: topic, connectTimeout: connectTimeout,
+                                           logger: Logger(label: "dlq", level: .warning)) { n, outcome in
+                switch outcome {
+                case .delivered(let partition, let offset):
                     // (A nil value, "delivered, position unknown", must stay in the dictionary.)
-                    delivery.landed.updateValue(report.offset >= 0 ? DeadLetterID(partition: report.partition, offset: report.offset) : nil, forKey: report.id)
+                    delivery.landed.updateValue(offset.map { DeadLetterID(partition: partition, offset: $0) }, forKey: n)
+                case .rejected(let error), .undelivered(let error):
+                    delivery.failed[n] = error.kafkaError.map { "\($0)" } ?? error.message
                 }
             }
+            try publisher.connect()
         } catch {
-            throw CLIError(code: ExitCode.config, message: "\(error)")
-        }
-        do {
-            try producer.checkReachable(timeoutMilliseconds: Int32(clamping: connectTimeout.components.seconds * 1_000))
-        } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "cannot reach the Kafka cluster at \(config.connection.bootstrapServers) within \(connectTimeout): \(error); nothing was published")
+            throw CLIError(publishing: error, hint: error.kind == .unreachable ? "; nothing was published" : "")
         }
         do {
             for (n, c) in candidates.enumerated() {
                 do {
-                    try producer.send(topic: topic, key: Array(c.user.utf8), value: c.bytes, id: n)
+                    try publisher.send(validatedJSON: c.bytes, user: c.user, id: n)
                 } catch {
-                    guard error.code == PublishCommand.messageSizeTooLarge else { throw error }
+                    guard error.kind == .oversized else { throw error }
                     delivery.failed[n] = "the event is larger than the cluster accepts (message.max.bytes)"
                 }
             }
-            try producer.flush()
-        } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "\(error); the dead letters whose events were delivered are not marked: replay again (publishing them again is harmless)")
+            try publisher.close()
+        } catch let error as PublishError {
+            throw CLIError(publishing: error, hint: "; the dead letters whose events were delivered are not marked: replay again (publishing them again is harmless)")
         }
         return delivery
     }
