@@ -36,8 +36,8 @@ let package = Package(
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
         // Events → Kafka, for ingestion services and every command that publishes: the
-        // validating, keyed, accounted EventPublisher, and dead-letter replay over it.
-        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore"]),
+        // validating, keyed, accounted EventPublisher. No SQLite: an ingestion service needs none.
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog"]),
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
