@@ -30,8 +30,9 @@ let package = Package(
         // The SQLite wrapper and the shard read model (one file per partition).
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore"]),
         // Kafka → core → shards: the projector and its dead-letter outbox (a rebuild is a
-        // projection into a new data directory; no separate code).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
+        // projection into a new data directory; no separate code), and dead-letter replay
+        // (republished through DaybookPublish, marked in the shards).
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
