@@ -48,8 +48,8 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
 
 extension KafkaError {
     /// librdkafka's response code (`rd_kafka_resp_err_t`) as a type, so that callers test
-    /// for a condition by name: `if case .messageSizeTooLarge = error.errorCode`, or
-    /// `catch let e as KafkaError where e.errorCode == .messageSizeTooLarge`.
+    /// for a condition by name: `switch error.errorCode { case .messageSizeTooLarge: … }`,
+    /// or `catch let e as KafkaError where e.errorCode == .messageSizeTooLarge`.
     ///
     /// The named values are librdkafka's own constants (see `RDKafka/RDKafkaCodes.swift`);
     /// any other code is still carried, by value.
@@ -57,9 +57,6 @@ extension KafkaError {
         public var rawValue: Int32
         public init(rawValue: Int32) { self.rawValue = rawValue }
         public var description: String { String(rawValue) }
-
-        /// Pattern-matches a code against an error: `case .messageSizeTooLarge: …`.
-        public static func ~= (code: Code, error: KafkaError) -> Bool { code == error.errorCode }
     }
 
     /// `code`, typed.
