@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "DaybookImport", targets: ["DaybookImport"]),
         .library(name: "DaybookConfiguration", targets: ["DaybookConfiguration"]),
         .library(name: "DaybookFiles", targets: ["DaybookFiles"]),
+        .library(name: "DaybookPublish", targets: ["DaybookPublish"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
@@ -36,15 +37,19 @@ let package = Package(
         // blocks and freshness readings over every shard.
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
-        // verify/diff comparison and replay (its plan and run), each a projection too.
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics"]),
+        // verify/diff comparison and replay (its plan and run), each a projection too; and
+        // dead-letter replay (republished through DaybookPublish, marked in the shards).
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
         // config/daybook.json read and checked into typed settings (priority, Kafka, state,
         // freshness); errors name the member. Used by the executable and the fuzz target.
         .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport"]),
+        // Events → Kafka, for ingestion services and every command that publishes: the
+        // validating, keyed, accounted EventPublisher. No SQLite: an ingestion service needs none.
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
@@ -55,9 +60,9 @@ let package = Package(
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
         .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookCore", "DaybookTestSupport"]),
-        // The projector, rebuild, verify, diff and replay in process against EmbeddedBroker,
-        // into real shard files.
-        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
+        // The projector, rebuild, verify, diff, replay, the publisher and dead-letter replay in
+        // process against EmbeddedBroker over TCP, into real shard files.
+        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
         .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"],
                     exclude: ["Fixtures"]),

@@ -16,25 +16,9 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         case state
     }
 
-    /// A librdkafka result code (`rd_kafka_resp_err_t`) with names for the ones callers act
-    /// on, so that nobody compares raw numbers.
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public var rawValue: Int32
-        public init(rawValue: Int32) { self.rawValue = rawValue }
-
-        /// Daybook's own error, not librdkafka's.
-        public static let none = Code(rawValue: 0)
-        /// RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART: the topic (or partition) does not exist.
-        public static let unknownTopicOrPartition = Code(rawValue: 3)
-        /// RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE: a message over the producer's or the broker's limit.
-        public static let messageSizeTooLarge = Code(rawValue: 10)
-    }
-
     public var kind: Kind
     /// librdkafka's `rd_kafka_resp_err_t` value (0 when the error is Daybook's own).
     public var code: Int32
-    /// `code` as a typed value (`error.resultCode == .messageSizeTooLarge`).
-    public var resultCode: Code { Code(rawValue: code) }
     /// The configuration property at fault, for a `.configuration` error that has one
     /// (`group.id`), so that a caller can say where it is set.
     public var property: String?
@@ -64,4 +48,21 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         codeName.isEmpty ? message : "\(message) (\(codeName))"
     }
+}
+
+extension KafkaError {
+    /// librdkafka's response code (`rd_kafka_resp_err_t`) as a type, so that callers test
+    /// for a condition by name: `switch error.errorCode { case .messageSizeTooLarge: … }`,
+    /// or `catch let e as KafkaError where e.errorCode == .messageSizeTooLarge`.
+    ///
+    /// The named values are librdkafka's own constants (see `RDKafka/RDKafkaCodes.swift`);
+    /// any other code is still carried, by value.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        public var description: String { String(rawValue) }
+    }
+
+    /// `code`, typed.
+    public var errorCode: Code { Code(rawValue: code) }
 }

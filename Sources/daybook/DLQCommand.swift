@@ -2,6 +2,8 @@ import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookLog
+import DaybookPipeline
+import DaybookPublish
 import DaybookStore
 import Foundation
 
@@ -191,221 +193,100 @@ enum DLQCommand: Subcommand {
     }
 
     // MARK: replay
-
-    /// A dead letter about to be published: its event's bytes and user, and every shard file
-    /// that holds it (one, unless a shard was copied).
-    struct Candidate {
-        var id: DeadLetterID
-        var user: String
-        var bytes: [UInt8]
-        var event: Event
-    }
-
-    /// What a replay will do, decided before anything is published.
-    struct Plan {
-        var candidates: [Candidate] = []
-        /// Named dead letters that were replayed before.
-        var skipped: [StoredDeadLetter] = []
-        /// Stored payloads that still fail validation (`ID: field: reason`); the others go.
-        var invalid: [String] = []
-        /// Fix lines and ids refused: any of them stops the replay before publishing.
-        var refused: [String] = []
-    }
-
     static func replay(_ arguments: ParsedArguments, data: String, topic: String) throws -> Int32 {
-        var only: Set<DeadLetterID>?
+        var request = DeadLetterReplay.Request(dataDirectory: data)
+        request.topic = topic
         if let values = listValues(arguments, "--id") {
-            only = []
+            var only: Set<DeadLetterID> = []
             for text in values {
                 guard let id = DeadLetterID(text) else {
                     throw CLIError.usage("--id '\(TerminalText.escaped(text))' is not a dead-letter id; write PARTITION:OFFSET as 'daybook dlq list' shows it (e.g. 3:1234, no leading zeros)")
                 }
-                only?.insert(id)
+                only.insert(id)
             }
+            request.only = only
         }
         let dryRun = arguments.has("--dry-run")
         // A dry run does not connect, so it needs no cluster; given one, it is checked anyway.
         let kafka = dryRun && arguments.value("--brokers") == nil && arguments.value("--config") == nil
             ? nil : try KafkaOptions.load(arguments, command: "dlq replay")
-        let fix = try arguments.value("--fix").map { (path: $0, input: try Files.input($0)) }
+        let fixPath = arguments.value("--fix")
+        let fixInput = try fixPath.map { try Files.input($0) }
+        if let fixInput { request.fixes = try DLQFixFile.read(fixInput) }
 
-        let stored = try read(data, .init(topic: topic, includeReplayed: true, withPayloads: fix == nil))
-        let byID = Dictionary(grouping: stored, by: \.id)
-        var plan = Plan()
-        for id in (only ?? []).sorted() where byID[id] == nil {
-            plan.refused.append("--id \(id): no dead letter of \(topic) in \(data) has this id ('daybook dlq list --all' shows them)")
-        }
-        if let fix {
-            try planFixes(fix.input, path: fix.path, byID, only: only, topic: topic, data: data, into: &plan)
-        } else {
-            planAsStored(byID, only: only, into: &plan)
+        let plan: DeadLetterReplay.Plan
+        do {
+            plan = try DeadLetterReplay.plan(request)
+        } catch let error as DeadLetterReplay.ReplayError {
+            throw CLIError(code: ExitCode.noInput, message: error.message)
+        } catch {
+            throw CLIError(error)
         }
 
         for s in plan.skipped { print("\(s.id) skipped: already \(status(s))") }
-        guard plan.refused.isEmpty else {
-            for r in plan.refused { printError(r) }
-            printError("dlq replay: nothing published: \(plan.refused.count) problem\(plan.refused.count == 1 ? "" : "s") above; correct \(plan.refused.count == 1 ? "it" : "them") and run replay again")
+        guard plan.refusals.isEmpty else {
+            for r in plan.refusals { printError(describe(r, fixPath: fixPath ?? "", topic: topic, data: data)) }
+            printError("dlq replay: nothing published: \(plan.refusals.count) problem\(plan.refusals.count == 1 ? "" : "s") above; correct \(plan.refusals.count == 1 ? "it" : "them") and run replay again")
             return ExitCode.dataError
         }
-        for i in plan.invalid { printError(i) }
+        for i in plan.invalid { printError("\(i.id): \(TerminalText.escaped(i.error.description)) (not published; repair it with --fix)") }
         guard !dryRun, !plan.candidates.isEmpty, let kafka else {
             for c in plan.candidates { print("\(c.id) would be published: \(describe(c.event))") }
             printError("dlq replay: \(dryRun ? "would publish" : "published") \(plan.candidates.count), skipped \(plan.skipped.count) (already replayed), still invalid \(plan.invalid.count)\(dryRun ? " (dry run: nothing published or marked)" : "")")
             return plan.invalid.isEmpty ? ExitCode.ok : ExitCode.dataError
         }
 
-        let delivery = try publish(plan.candidates, topic: topic, config: kafka.config, connectTimeout: kafka.connectTimeout)
-        let (unmarked, markFailure) = mark(plan.candidates, delivery.landed, topic: topic, data: data)
+        let outcome: DeadLetterReplay.Outcome
+        do {
+            outcome = try DeadLetterReplay.run(plan, request, connection: kafka.config.connection, producer: kafka.config.producer,
+                                               connectTimeout: kafka.connectTimeout, logger: Logger(label: "dlq", level: .warning))
+        } catch {
+            let hint = switch error.kind {
+            case .configuration: ""
+            case .unreachable: "; nothing was published"
+            default: "; the dead letters whose events were delivered are not marked: replay again (publishing them again is harmless)"
+            }
+            throw CLIError(publishing: error, hint: hint)
+        }
+        let markFailures = outcome.markFailures.map { CLIError($0) }
+        for e in markFailures { printError("dlq replay: \(e.message)") }
         for (n, c) in plan.candidates.enumerated() {
-            if let reason = delivery.failed[n] {
+            if let failure = outcome.failed[n] {
+                let reason = switch failure {
+                case .tooLarge: "the event is larger than the cluster accepts (message.max.bytes)"
+                case .notDelivered(let e): e.kafkaError.map { "\($0)" } ?? e.message
+                }
                 printError("\(c.id): not delivered: \(TerminalText.escaped(reason)) (still pending: replay again)")
-            } else if let position = delivery.landed[n] {
-                print("\(c.id) replayed as \(position?.description ?? "published")\(unmarked.contains(c.id) ? " (not marked: see above)" : "")")
+            } else if let position = outcome.landed[n] {
+                print("\(c.id) replayed as \(position?.description ?? "published")\(outcome.unmarked.contains(c.id) ? " (not marked: see above)" : "")")
             }
         }
-        printError("dlq replay: published \(delivery.landed.count), skipped \(plan.skipped.count) (already replayed), still invalid \(plan.invalid.count), failed \(delivery.failed.count) to \(topic)")
-        if !delivery.failed.isEmpty {
-            printError("dlq replay: \(delivery.failed.count) events were not delivered. Is the cluster at \(kafka.config.connection.bootstrapServers) up? Their dead letters stay pending: replay again.")
+        printError("dlq replay: published \(outcome.landed.count), skipped \(plan.skipped.count) (already replayed), still invalid \(plan.invalid.count), failed \(outcome.failed.count) to \(topic)")
+        if !outcome.failed.isEmpty {
+            printError("dlq replay: \(outcome.failed.count) events were not delivered. Is the cluster at \(kafka.config.connection.bootstrapServers) up? Their dead letters stay pending: replay again.")
             return ExitCode.unavailable
         }
-        if let markFailure {
-            printError("dlq replay: \(unmarked.sorted().map(\.description).joined(separator: ", ")) were published but not marked; replay again once the shard is writable (publishing them again is harmless)")
+        if let markFailure = markFailures.first {
+            printError("dlq replay: \(outcome.unmarked.sorted().map(\.description).joined(separator: ", ")) were published but not marked; replay again once the shard is writable (publishing them again is harmless)")
             return markFailure.code
         }
         return plan.invalid.isEmpty ? ExitCode.ok : ExitCode.dataError
     }
 
-    /// With --fix: one candidate per line (of --id, when given); every problem refused.
-    static func planFixes(_ input: Files.Input, path: String, _ byID: [DeadLetterID: [StoredDeadLetter]], only: Set<DeadLetterID>?,
-                          topic: String, data: String, into plan: inout Plan) throws {
-        var (fixes, problems) = try DLQFixFile.read(input)
-        var lineOf: [DeadLetterID: Int] = [:]
-        for fix in fixes {
-            guard let letters = byID[fix.id] else {
-                problems.append(.init(line: fix.line, text: "id: \(fix.id) is no dead letter of \(topic) in \(data) ('daybook dlq list --all' shows them)"))
-                continue
-            }
-            if let earlier = lineOf[fix.id] {
-                problems.append(.init(line: fix.line, text: "id: \(fix.id) is repaired on line \(earlier) already; give each dead letter one line"))
-                continue
-            }
-            lineOf[fix.id] = fix.line
-            guard only?.contains(fix.id) ?? true else { continue }
-            if let done = letters.first(where: { $0.replay != nil }) {
-                plan.skipped.append(done)
-                continue
-            }
-            plan.candidates.append(Candidate(id: fix.id, user: fix.event.user, bytes: fix.bytes, event: fix.event))
+    /// A refusal as the command line names it: by --id, or by the --fix file's line.
+    static func describe(_ refusal: DeadLetterReplay.Refusal, fixPath path: String, topic: String, data: String) -> String {
+        switch refusal {
+        case .noSuchDeadLetter(let id):
+            return "--id \(id): no dead letter of \(topic) in \(data) has this id ('daybook dlq list --all' shows them)"
+        case .fixLine(let line, let problem):
+            return "\(path): line \(line): \(DLQFixFile.describe(problem))"
+        case .fixForNoDeadLetter(let line, let id):
+            return "\(path): line \(line): id: \(id) is no dead letter of \(topic) in \(data) ('daybook dlq list --all' shows them)"
+        case .fixRepeated(let line, let id, let earlier):
+            return "\(path): line \(line): id: \(id) is repaired on line \(earlier) already; give each dead letter one line"
+        case .noFixFor(let id):
+            return "--id \(id): \(path) has no line that repairs it"
         }
-        plan.refused += problems.sorted { $0.line < $1.line }.map { "\(path): line \($0.line): \($0.text)" }
-        for id in (only ?? []).sorted() where byID[id] != nil && lineOf[id] == nil {
-            plan.refused.append("--id \(id): \(path) has no line that repairs it")
-        }
-    }
-
-    /// Without --fix: every pending dead letter (of --id, when given) whose stored payload
-    /// passes today's validation.
-    static func planAsStored(_ byID: [DeadLetterID: [StoredDeadLetter]], only: Set<DeadLetterID>?, into plan: inout Plan) {
-        let decoder = EventDecoder()
-        for (id, letters) in byID.sorted(by: { $0.key < $1.key }) where only?.contains(id) ?? true {
-            if let done = letters.first(where: { $0.replay != nil }) {
-                // Named only when asked for: without --id, replayed ones are simply not pending.
-                if only != nil { plan.skipped.append(done) }
-                continue
-            }
-            let payload = letters[0].payload
-            let decoded: Result<Event, EventError> = payload.count > EventDecoder.maximumEventBytes
-                ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
-                : payload.withUnsafeBufferPointer { b in Result { () throws(EventError) in try decoder.decode(b) } }
-            switch decoded {
-            case .success(let event):
-                plan.candidates.append(Candidate(id: id, user: event.user, bytes: payload, event: event))
-            case .failure(let error):
-                plan.invalid.append("\(id): \(TerminalText.escaped(error.description)) (not published; repair it with --fix)")
-            }
-        }
-    }
-
-    /// Where each candidate (by index) landed — nil inside when the report did not say —
-    /// and why the others were not delivered.
-    struct Delivery {
-        var landed: [Int: DeadLetterID?] = [:]
-        var failed: [Int: String] = [:]
-    }
-
-    /// Publishes every candidate keyed by its user and waits for every delivery report.
-    static func publish(_ candidates: [Candidate], topic: String, config: DaybookConfiguration, connectTimeout: Duration) throws -> Delivery {
-        var delivery = Delivery()
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(connection: config.connection, configuration: config.producer, logger: Logger(label: "dlq", level: .warning)) { report in
-                if let error = report.error {
-                    delivery.failed[report.id] = "\(error)"
-                } else {
-                    // (A nil value, "delivered, position unknown", must stay in the dictionary.)
-                    delivery.landed.updateValue(report.offset >= 0 ? DeadLetterID(partition: report.partition, offset: report.offset) : nil, forKey: report.id)
-                }
-            }
-        } catch {
-            throw CLIError(code: ExitCode.config, message: "\(error)")
-        }
-        do {
-            try producer.checkReachable(timeoutMilliseconds: Int32(clamping: connectTimeout.components.seconds * 1_000))
-        } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "cannot reach the Kafka cluster at \(config.connection.bootstrapServers) within \(connectTimeout): \(error); nothing was published")
-        }
-        do {
-            for (n, c) in candidates.enumerated() {
-                do {
-                    try producer.send(topic: topic, key: Array(c.user.utf8), value: c.bytes, id: n)
-                } catch {
-                    guard error.code == PublishCommand.messageSizeTooLarge else { throw error }
-                    delivery.failed[n] = "the event is larger than the cluster accepts (message.max.bytes)"
-                }
-            }
-            try producer.flush()
-        } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "\(error); the dead letters whose events were delivered are not marked: replay again (publishing them again is harmless)")
-        }
-        return delivery
-    }
-
-    /// Marks every delivered candidate replayed in each shard that holds it; returns the ids
-    /// left unmarked and the first failure (its exit code says why).
-    ///
-    /// Under the data directory's swap lock, in the shards the manifest names now: a rebuild
-    /// copies the marks into its new shards under the same lock just before it swaps, so a
-    /// mark lands either before that copy or in the new shards — never only in the old ones.
-    static func mark(_ candidates: [Candidate], _ landed: [Int: DeadLetterID?], topic: String, data: String) -> (unmarked: Set<DeadLetterID>, failure: CLIError?) {
-        let swapLock: Int32
-        let layout: DataLayout
-        do {
-            swapLock = try DataLayout.lockSwaps(data)
-            layout = try DataLayout.read(data)
-        } catch {
-            let e = CLIError(error)
-            printError("dlq replay: \(e.message)")
-            return (Set(candidates.map(\.id)), e)
-        }
-        defer { close(swapLock) }
-        var byPath: [String: [DeadLetterMarks.Mark]] = [:]
-        for (n, c) in candidates.enumerated() {
-            guard let position = landed[n] else { continue }
-            byPath[layout.path(topic: topic, partition: c.id.partition), default: []].append(.init(id: c.id, landedAt: position))
-        }
-        var unmarked: Set<DeadLetterID> = []
-        var failure: CLIError?
-        for (path, marks) in byPath.sorted(by: { $0.key < $1.key }) {
-            do {
-                _ = try DeadLetterMarks.markReplayed(marks, topic: topic, inShardAt: path)
-            } catch {
-                let e = CLIError(error)
-                printError("dlq replay: \(e.message)")
-                if failure == nil { failure = e }
-                unmarked.formUnion(marks.map(\.id))
-            }
-        }
-        return (unmarked, failure)
     }
 
     /// `sample-added of user "ana", uuid "p1"`, for the dry run.

@@ -65,7 +65,7 @@ extension CLIError {
     /// What to run or which option to give for a Kafka error the library describes in its
     /// own terms ("" when there is nothing to add).
     static func hint(for error: KafkaError) -> String {
-        if error.resultCode == .unknownTopicOrPartition { return "; create it with 'daybook topics'" }
+        if error.errorCode == .unknownTopicOrPartition { return "; create it with 'daybook topics'" }
         if error.property == "group.id" { return " (--group G)" }
         return ""
     }

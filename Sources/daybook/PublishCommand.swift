@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookLog
+import DaybookPublish
 import Foundation
 
 /// `daybook publish`: validate a file of events and publish the valid ones, keyed by user.
@@ -66,41 +67,32 @@ enum PublishCommand: Subcommand {
         var progress = ProgressReporter()
     }
 
-    /// librdkafka's RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, from `send` (larger than the
-    /// client's message.max.bytes) or from the broker (larger than the topic accepts).
-    static let messageSizeTooLarge: Int32 = 10
-
-    /// Validates every line of `bytes` and publishes the valid ones keyed by user, waiting
-    /// for every delivery report. `rejected(lineNumber, error)` hears each invalid line.
+    /// Validates every line of `bytes` and publishes the valid ones unchanged through an
+    /// `EventPublisher`, waiting for every outcome. `rejected(lineNumber, error)` hears each
+    /// invalid line, and each one the cluster refused for its size.
     static func publish(_ bytes: Files.Input, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
                         connectTimeout: Duration = .seconds(30),
                         rejected report: (Int, String) -> Void) throws -> Result {
         var r = Result()
-        var published = 0
         var failedLines: [Int] = []
         var firstFailure: KafkaError?
         var tooLarge: [Int] = []
-        let producer: KafkaProducer
+        let publisher: EventPublisher
         do {
-            producer = try KafkaProducer(connection: connection, configuration: configuration, logger: Logger(label: "publish", level: .warning)) { report in
-                if let error = report.error, error.code == messageSizeTooLarge {
-                    tooLarge.append(report.id)
-                } else if let error = report.error {
-                    failedLines.append(report.id)
-                    if firstFailure == nil { firstFailure = error }
-                } else {
-                    published += 1
+            publisher = try EventPublisher(connection: connection, configuration: configuration, topic: topic, connectTimeout: connectTimeout,
+                                           logger: Logger(label: "publish", level: .warning)) { number, outcome in
+                switch outcome {
+                case .delivered: break
+                case .rejected: tooLarge.append(number)
+                case .undelivered(let error):
+                    failedLines.append(number)
+                    if firstFailure == nil { firstFailure = error.kafkaError }
                 }
             }
+            // Nothing is queued until the cluster has answered once.
+            try publisher.connect()
         } catch {
-            throw CLIError(code: ExitCode.config, message: "\(error)")
-        }
-        // Nothing is queued until the cluster has answered once: a dead address fails in
-        // `connectTimeout`, not after message.timeout.ms with every line in flight.
-        do {
-            try producer.checkReachable(timeoutMilliseconds: Int32(clamping: connectTimeout.components.seconds * 1_000))
-        } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "cannot reach the Kafka cluster at \(connection.bootstrapServers) within \(connectTimeout): \(error)")
+            throw CLIError(publishing: error)
         }
         do {
             try Files.forEachEvent(bytes) { number, line, decoded in
@@ -113,26 +105,23 @@ enum PublishCommand: Subcommand {
                     report(number, error.description)
                     return
                 }
-                var key = user
                 do {
-                    try key.withUTF8 { k in
-                        try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: UnsafeRawBufferPointer(line), id: number)
-                    }
-                } catch let error as KafkaError where error.code == messageSizeTooLarge {
+                    try publisher.send(validatedJSON: UnsafeRawBufferPointer(line), user: user, id: number)
+                } catch let error as PublishError where error.kind == .oversized {
                     tooLarge.append(number)
                 }
                 if r.read % 1_024 == 0 {
-                    producer.poll()
-                    let rate = Double(published) / max(r.progress.elapsed, 0.001)
-                    r.progress.update("publish: \(r.read) read, \(published) delivered, \(r.rejected) rejected, \(String(format: "%.0f", rate)) events/s")
+                    publisher.poll()
+                    let rate = Double(publisher.tally.delivered) / max(r.progress.elapsed, 0.001)
+                    r.progress.update("publish: \(r.read) read, \(publisher.tally.delivered) delivered, \(r.rejected) rejected, \(String(format: "%.0f", rate)) events/s")
                 }
             }
-            try producer.flush { inFlight in
-                r.progress.update("publish: waiting for \(inFlight) delivery reports (\(published) delivered)")
+            try publisher.close { inFlight in
+                r.progress.update("publish: waiting for \(inFlight) delivery reports (\(publisher.tally.delivered) delivered)")
             }
-        } catch let error as KafkaError {
+        } catch let error as PublishError {
             r.progress.finish()
-            throw CLIError(code: ExitCode.unavailable, message: "\(error)")
+            throw CLIError(publishing: error)
         }
         r.progress.finish()
         for number in tooLarge.sorted() {
@@ -140,9 +129,21 @@ enum PublishCommand: Subcommand {
             report(number, "the event is larger than the cluster accepts (message.max.bytes, 1000000 bytes unless configured); it was not published")
         }
         r.tooLarge = tooLarge
-        r.published = published
+        r.published = publisher.tally.delivered
         r.failedLines = failedLines
         r.firstFailure = firstFailure
         return r
+    }
+}
+
+extension CLIError {
+    /// A publisher's failure as the command line reports it: 78 for configuration, 69 for
+    /// the rest (the message says what happened; `hint` is appended).
+    init(publishing error: PublishError, hint: String = "") {
+        switch error.kind {
+        case .configuration: self.init(code: ExitCode.config, message: error.message + hint)
+        case .unreachable: self.init(code: ExitCode.unavailable, message: error.message + hint)
+        default: self.init(code: ExitCode.unavailable, message: (error.kafkaError.map { "\($0)" } ?? error.message) + hint)
+        }
     }
 }
