@@ -568,6 +568,9 @@ public final class Projector: RebalanceHandler {
                     statistics.deadLetters += outcome.deadLetters
                     statistics.rowsChanged += outcome.rowsChanged
                     statistics.staleResends += outcome.staleResends
+                    statistics.cacheHits += outcome.cacheHits
+                    statistics.cacheMisses += outcome.cacheMisses
+                    statistics.cacheEvictions += outcome.cacheEvictions
                     appliedSinceProgress += outcome.applied + outcome.deadLetters
                     if recordChangedKeys { summary.changedKeys.formUnion(outcome.changedKeys) }
                 }
