@@ -81,6 +81,10 @@ public final class Ledger {
     public func load(for events: some Collection<Event>) throws {
         guard let store else { return }
         clock += 1
+        try store.reading { try load(for: events, from: store) }
+    }
+
+    private func load(for events: some Collection<Event>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         var unknown: [String: Set<String>] = [:]
         for event in events {
@@ -665,6 +669,9 @@ private struct MetricState {
 
 /// What a ledger reads from durable storage, and what the shard store implements.
 public protocol LedgerStore: AnyObject {
+    /// Runs `body`, whose reads all belong to one `load`, as one read of the store (the
+    /// shard: one SQLite read transaction, so one lock instead of one per lookup).
+    func reading(_ body: () throws -> Void) throws
     /// Whether the store holds anything (a sample or a tombstone) of `user`.
     func hasEntries(user: String) throws -> Bool
     /// The stored state of each of `uuids` of `user` (every uuid asked gets an answer).
@@ -705,4 +712,9 @@ struct DayClusters: Sequence {
             return first...last
         }
     }
+}
+
+extension LedgerStore {
+    /// A store without transactions reads as it is asked.
+    public func reading(_ body: () throws -> Void) throws { try body() }
 }
