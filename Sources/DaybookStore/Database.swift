@@ -134,16 +134,17 @@ public final class Database {
 
     /// Runs `body` in a deferred `BEGIN … COMMIT` that only reads: its statements share one
     /// snapshot and one shared lock (outside a transaction each takes and drops its own).
-    /// A throw ends it too, and is rethrown.
+    /// A throw ends it too, and is rethrown; so does a failed COMMIT (the connection is
+    /// never left inside a transaction for the next write to trip over).
     public func inReadTransaction(_ body: () throws -> Void) throws {
         try execute("BEGIN")
         do {
             try body()
+            try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")
             throw error
         }
-        try execute("COMMIT")
     }
 
     /// Applies the migrations not yet recorded in `schema_migrations`, in order, each in
