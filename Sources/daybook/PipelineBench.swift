@@ -218,7 +218,7 @@ enum PipelineBench {
         var direct: (seconds: Double, firstMessage: Double)?
         for run in 1...rawDirectRuns {
             note("\(label)kcat -C (all partitions, direct), run \(run) of \(rawDirectRuns)…")
-            let r = try consume("kcat -C", kcat, ["-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e"] + kcatConsumer + format,
+            let r = try consume("\(label)kcat -C", kcat, ["-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e"] + kcatConsumer + format,
                                 expected: events, work: work, timeout: timeout)
             note(String(format: "  %.3f s", r.seconds))
             if r.seconds < direct?.seconds ?? .infinity { direct = r }
@@ -228,7 +228,7 @@ enum PipelineBench {
         for run in 1...rawGroupRuns {
             note("\(label)kcat -G (a fresh consumer group), run \(run) of \(rawGroupRuns)…")
             let rawGroupID = "daybook-bench-kcat-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            let r = try consume("kcat -G", kcat, ["-G", rawGroupID, "-b", bootstrap, "-X", "auto.offset.reset=earliest", "-e"] + kcatConsumer + format + [topic],
+            let r = try consume("\(label)kcat -G", kcat, ["-G", rawGroupID, "-b", bootstrap, "-X", "auto.offset.reset=earliest", "-e"] + kcatConsumer + format + [topic],
                                 expected: events, work: work, timeout: timeout)
             note(String(format: "  %.3f s (first message at %.3f s)", r.seconds, r.firstMessage))
             if r.seconds < group?.seconds ?? .infinity { group = r }
