@@ -65,6 +65,14 @@ public final class Ledger {
     /// Users in the cache.
     public var cachedUserCount: Int { users.count }
 
+    /// (user, metric, UTC day) windows a `load` needed that the cache already held (or
+    /// that a user the store has nothing of cannot need), since the ledger was made.
+    public private(set) var cacheHits = 0
+    /// (user, metric, UTC day) windows a `load` had to read from the store.
+    public private(set) var cacheMisses = 0
+    /// Users dropped from the cache to fit its budget (their state stays in the store).
+    public private(set) var cacheEvictions = 0
+
     // MARK: Loading from the store
 
     /// Fetches from the store what applying `events` and then recomputing the days they
@@ -73,6 +81,10 @@ public final class Ledger {
     public func load(for events: some Collection<Event>) throws {
         guard let store else { return }
         clock += 1
+        try store.reading { try load(for: events, from: store) }
+    }
+
+    private func load(for events: some Collection<Event>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         var unknown: [String: Set<String>] = [:]
         for event in events {
@@ -107,7 +119,7 @@ public final class Ledger {
         var ranges: [(UserState, String, Metric, ClosedRange<Int32>)] = []
         // 2. The samples near every version an event adds or replaces.
         for event in events {
-            guard let uuid = event.uuid, let state = users[event.user], !state.complete else { continue }
+            guard let uuid = event.uuid, let state = users[event.user] else { continue } // a complete user: hits only
             if case .sampleAdded(let sample) = event {
                 ranges.append((state, event.user, sample.metric,
                                Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric)))
@@ -134,12 +146,20 @@ public final class Ledger {
 
     private func ensureLoaded(_ days: ClosedRange<Int32>, metric: Metric, state: UserState, user userID: String,
                               store: any LedgerStore) throws {
-        guard !state.complete else { return }
+        guard !state.complete else {
+            cacheHits += days.count
+            return
+        }
         var day = days.lowerBound
         while day <= days.upperBound {
-            guard !(state.metrics[metric]?.loaded.contains(day) ?? false) else { day += 1; continue }
+            guard !(state.metrics[metric]?.loaded.contains(day) ?? false) else {
+                cacheHits += 1
+                day += 1
+                continue
+            }
             var last = day
             while last < days.upperBound, !(state.metrics[metric]?.loaded.contains(last + 1) ?? false) { last += 1 }
+            cacheMisses += Int(last - day) + 1
             let stored = try store.samples(user: userID, metric: metric, days: day...last)
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
@@ -175,6 +195,7 @@ public final class Ledger {
             guard cachedBytes > target else { break }
             cachedBytes -= state.accountedBytes
             users[id] = nil
+            cacheEvictions += 1
         }
     }
 
@@ -648,6 +669,9 @@ private struct MetricState {
 
 /// What a ledger reads from durable storage, and what the shard store implements.
 public protocol LedgerStore: AnyObject {
+    /// Runs `body`, whose reads all belong to one `load`, as one read of the store (the
+    /// shard: one SQLite read transaction, so one lock instead of one per lookup).
+    func reading(_ body: () throws -> Void) throws
     /// Whether the store holds anything (a sample or a tombstone) of `user`.
     func hasEntries(user: String) throws -> Bool
     /// The stored state of each of `uuids` of `user` (every uuid asked gets an answer).
@@ -688,4 +712,9 @@ struct DayClusters: Sequence {
             return first...last
         }
     }
+}
+
+extension LedgerStore {
+    /// A store without transactions reads as it is asked.
+    public func reading(_ body: () throws -> Void) throws { try body() }
 }

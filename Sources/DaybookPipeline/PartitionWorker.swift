@@ -49,6 +49,7 @@ final class PartitionWorker {
         var deadLetters = 0
         var rowsChanged = 0
         var staleResends = 0
+        var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
         /// The (user, metric, day) rows this batch recomputed.
         var changedKeys: [DayKey] = []
     }
@@ -115,6 +116,9 @@ final class PartitionWorker {
         outcome.deadLetters = deadLetters.count
         outcome.rowsChanged = result.rows.count
         outcome.staleResends = result.staleResends
+        outcome.cacheHits = result.cacheHits
+        outcome.cacheMisses = result.cacheMisses
+        outcome.cacheEvictions = result.cacheEvictions
         outcome.changedKeys = Array(result.rows.keys)
         if !deadLetters.isEmpty { deadLettersPending = true }
         return outcome

@@ -16,6 +16,12 @@ public struct ProjectorStatistics: Sendable {
     /// `sample-added` events ignored as stale re-sends: their uuid's sample in force has a
     /// higher version (counted among `applied`: they were read and judged, not lost).
     public var staleResends = 0
+    /// The state cache, summed over the shards (`Ledger.cacheHits`, `cacheMisses`,
+    /// `cacheEvictions`): (user, metric, UTC day) windows a batch needed that were cached,
+    /// those read from the shard, and users dropped to fit `state.cache_mb`.
+    public var cacheHits = 0
+    public var cacheMisses = 0
+    public var cacheEvictions = 0
     /// One observation per batch: a poll's messages applied to their shards (partitions
     /// in parallel, one transaction each), in seconds.
     public var batchSeconds = Histogram(upperBounds: Histogram.secondsFromMillisecondToHalfMinute)

@@ -26,6 +26,10 @@ public final class ShardProjection {
         /// `sample-added` events ignored because their uuid's sample in force had a higher
         /// version (`Ledger.staleResendCount`).
         public var staleResends = 0
+        /// Cache figures of this batch (`Ledger.cacheHits`, `cacheMisses`, `cacheEvictions`).
+        public var cacheHits = 0
+        public var cacheMisses = 0
+        public var cacheEvictions = 0
         /// The recomputed rows (nil: the day has no data any more).
         public var rows: [DayKey: DayTotal?] = [:]
     }
@@ -70,6 +74,7 @@ public final class ShardProjection {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
+        let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
         do {
             try ledger.load(for: events.lazy.map(\.event))
         } catch {
@@ -104,6 +109,9 @@ public final class ShardProjection {
             throw error
         }
         ledger.evictIfOverBudget()
+        outcome.cacheHits = ledger.cacheHits - cacheBefore.hits
+        outcome.cacheMisses = ledger.cacheMisses - cacheBefore.misses
+        outcome.cacheEvictions = ledger.cacheEvictions - cacheBefore.evictions
         outcome.rows = batch.rows
         return outcome
     }

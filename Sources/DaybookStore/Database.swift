@@ -113,6 +113,11 @@ public final class Database {
         DatabaseError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
     }
 
+    /// Frees the pages this connection caches (they are read again when needed).
+    public func releaseMemory() {
+        sqlite3_db_release_memory(handle)
+    }
+
     /// Runs SQL without results or parameters (schema, pragmas). May contain several statements.
     public func execute(_ sql: String) throws(DatabaseError) {
         var message: UnsafeMutablePointer<CChar>? = nil
@@ -149,6 +154,21 @@ public final class Database {
             }
         } catch {
             // After SQLITE_FULL/IOERR SQLite may already have rolled back; ignore a second failure.
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body` in a deferred `BEGIN … COMMIT` that only reads: its statements share one
+    /// snapshot and one shared lock (outside a transaction each takes and drops its own).
+    /// A throw ends it too, and is rethrown; so does a failed COMMIT (the connection is
+    /// never left inside a transaction for the next write to trip over).
+    public func inReadTransaction(_ body: () throws -> Void) throws {
+        try execute("BEGIN")
+        do {
+            try body()
+            try execute("COMMIT")
+        } catch {
             try? execute("ROLLBACK")
             throw error
         }

@@ -225,7 +225,9 @@ public final class Shard {
         }
     }
 
-    /// Sets how much SQLite may cache of this shard's pages, in KiB.
+    /// Sets how much SQLite may cache of this shard's pages, in KiB, while a batch is read
+    /// and written: each commit gives the pages back (`commit(_:)`), so a process's page
+    /// cache holds the shards of the batches in hand, not a sliver of each of all.
     public func setPageCache(kilobytes: Int) throws {
         try database.execute("PRAGMA cache_size = -\(max(64, kilobytes))")
     }
@@ -402,6 +404,9 @@ public final class Shard {
         }
         nextOffset = batch.nextOffset
         if let newSpan { maxSpan = newSpan }
+        // Between batches a shard keeps no pages (see setPageCache): the next batch of this
+        // partition reads its B-tree's few upper pages again from the OS's cache.
+        database.releaseMemory()
         for (name, id) in added {
             nameIDs?[name] = id
             namesByID[id] = name
@@ -601,6 +606,10 @@ public final class Shard {
 }
 
 extension Shard: LedgerStore {
+    public func reading(_ body: () throws -> Void) throws {
+        try database.inReadTransaction(body)
+    }
+
     public func hasEntries(user: String) throws -> Bool {
         let read = try database.statement("SELECT 1 FROM entries WHERE user = ? LIMIT 1")
         try read.bind(1, user)

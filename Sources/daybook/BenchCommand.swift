@@ -8,7 +8,7 @@ enum BenchCommand: Subcommand {
     static let abstract = "Measure throughput: the pipeline beside kcat (default), the core, or generate a log."
     static let usage = """
     bench [pipeline] [--events N] [--partitions N] [--users N] [--seed N] [--config FILE] [--json]
-           daybook bench core|generate [--samples N] [--users N] [--seed N]
+           daybook bench core|generate [--samples N] [--users N] [--seed N] [--order user|arrival]
     """
     static let options = [
         OptionSpec(name: "--events", value: "N", help: "pipeline: events in the log (default 1000000)."),
@@ -18,6 +18,7 @@ enum BenchCommand: Subcommand {
         OptionSpec(name: "--samples", value: "N", help: "core, generate: about how many samples to generate (default 1000000)."),
         OptionSpec(name: "--users", value: "N", help: "Users to spread them over (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "Random seed, for repeatable data (default 1)."),
+        OptionSpec(name: "--order", value: "ORDER", help: "generate: user (user by user, the default) or arrival (the same events by sync hour, users interleaved)."),
     ]
     static let discussion = """
     PIPELINE (the default; 'bench pipeline' is the same) measures, in one run, on this
@@ -38,11 +39,16 @@ enum BenchCommand: Subcommand {
          and then holds a new consumer's first fetch for 0.5 s);
       5. times 'daybook project --solo --until-caught-up' and 'daybook project
          --until-caught-up' in a fresh group, each into a fresh data directory, with the
-         peak RSS of each (VmHWM from /proc, sampled every 20 ms);
+         peak RSS of each (VmHWM from /proc, sampled every 20 ms); each writes a
+         --metrics-file, from which the bench reads its counts (applied + dead letters
+         must be every event) and its state cache's hits, misses and evictions;
       6. times a restart of each on its finished data directory with nothing new to read
          (the group restart includes joining the group again, which waits until the
          previous run's membership expires: session.timeout.ms, 10 s by default);
-      7. measures the core in process: apply + resolve of the same events (samples/s).
+      7. publishes the same events in arrival order ('bench generate --order arrival':
+         by sync hour, users interleaved, as a live stream and every rebuild of it
+         deliver them) into a third broker and times 4 and 5 again on it;
+      8. measures the core in process: apply + resolve of the same events (samples/s).
     Progress goes to stderr. Stdout gets a table, then as its LAST line one JSON object:
       bench ("pipeline"), version, events, users, partitions, seed, cores, load_average
       (1-minute, at the start: other work skews every figure), log_bytes, config (the
@@ -55,7 +61,21 @@ enum BenchCommand: Subcommand {
       restart_solo_peak_rss_mb, restart_group_seconds, restart_group_peak_rss_mb,
       data_bytes (on disk, solo data directory), data_bytes_per_event,
       core_samples_per_s, ratio_project_solo_to_raw_direct,
-      ratio_project_group_to_raw_group, ratio_publish_to_kcat_produce.
+      ratio_project_group_to_raw_group, ratio_publish_to_kcat_produce,
+      project_solo_cache_hits, project_solo_cache_misses, project_solo_cache_evictions,
+      project_group_cache_hits, project_group_cache_misses, project_group_cache_evictions,
+      then the same events in arrival order: arrival_raw_direct_seconds,
+      arrival_raw_direct_events_per_s, arrival_raw_group_seconds,
+      arrival_raw_group_events_per_s, arrival_project_solo_seconds,
+      arrival_project_solo_events_per_s, arrival_project_solo_peak_rss_mb,
+      arrival_project_solo_cache_hits, arrival_project_solo_cache_misses,
+      arrival_project_solo_cache_evictions, arrival_project_group_seconds,
+      arrival_project_group_events_per_s, arrival_project_group_peak_rss_mb,
+      arrival_project_group_cache_hits, arrival_project_group_cache_misses,
+      arrival_project_group_cache_evictions, ratio_arrival_project_solo_to_raw_direct,
+      ratio_arrival_project_group_to_raw_group. Cache hits and misses count (user,
+      metric, UTC day) windows a batch needed, found in the state cache or read from the
+      shard; evictions count users dropped to fit state.cache_mb.
     Seconds are wall time from spawn to exit (kcat consumers: to their last message);
     events/s is events / seconds; peak RSS in MiB. BENCHMARKS.md explains each figure.
     kcat is required (scripts/setup installs it). The embedded broker keeps only each
@@ -67,7 +87,11 @@ enum BenchCommand: Subcommand {
     times, on one thread: decoding and validating the JSON lines, applying the events to
     the ledger, and resolving every (user, metric, day) total. Prints figures; asserts nothing.
 
-    GENERATE writes such a log as JSON lines to stdout.
+    GENERATE writes such a log as JSON lines to stdout: user by user (--order user, the
+    default), or in arrival order (--order arrival): the same events ordered by the hour
+    each sample ends (its sync hour; a deletion keeps the hour of the sample it deletes),
+    every user's events of an hour before the next hour's, so users interleave as in a
+    live stream and in every rebuild of it (within an hour, events keep their order).
 
     EXIT CODES: 0 done; 64 usage; 66 --config FILE missing; 69 kcat is not on PATH, or an
     embedded broker did not start; 74 the temporary directory cannot be written; 76 the
@@ -77,11 +101,12 @@ enum BenchCommand: Subcommand {
     the step and its stderr tail.
 
     EXAMPLES:
-      daybook bench                                   # 1M events, 64 partitions (~45 s)
+      daybook bench                                   # 1M events, 64 partitions (~90 s)
       daybook bench --events 250000 --json | tail -n 1
       daybook bench --config small-cache.json         # project runs with that configuration
       daybook bench core --samples 1000000
       daybook bench generate --samples 1000000 > events.jsonl
+      daybook bench generate --samples 1000000 --order arrival > arrival.jsonl
     """
 
     static let pipelineOnly = ["--events", "--partitions", "--config", "--json"]
@@ -98,6 +123,9 @@ enum BenchCommand: Subcommand {
             if given.contains("--samples") {
                 throw CLIError.usage("--samples is for bench core and generate; the pipeline bench takes --events N")
             }
+            if given.contains("--order") {
+                throw CLIError.usage("--order is for bench generate; the pipeline bench measures both orders in one run")
+            }
             var settings = PipelineBench.Settings()
             settings.events = try arguments.integer("--events", default: settings.events, in: 1...20_000_000)
             settings.partitions = try arguments.integer("--partitions", default: settings.partitions, in: 1...1_000)
@@ -113,14 +141,22 @@ enum BenchCommand: Subcommand {
                 BenchInterrupts.dieOfTheSignal()
             }
         }
+        if mode == "core", given.contains("--order") {
+            throw CLIError.usage("--order is for bench generate (the pipeline bench measures both orders)")
+        }
         if let option = pipelineOnly.first(where: given.contains) {
             throw CLIError.usage("\(option) is for the pipeline bench (plain 'daybook bench'), not bench \(mode)")
         }
         let target = try arguments.integer("--samples", default: 1_000_000, in: 1...100_000_000)
         if arguments.positionals == ["generate"] {
+            let order = arguments.value("--order") ?? "user"
+            guard order == "user" || order == "arrival" else {
+                throw CLIError.usage("--order takes user or arrival, not \(TerminalText.escaped(order))")
+            }
             var generator = SyntheticLog(seed: UInt64(seed))
             var out = OutputBuffer()
-            for event in generator.events(samples: target, users: userCount) { out.line(event.jsonLine) }
+            let events = generator.events(samples: target, users: userCount)
+            for event in order == "arrival" ? SyntheticLog.arrivalOrder(events) : events { out.line(event.jsonLine) }
             try out.flush()
             return ExitCode.ok
         }
@@ -186,6 +222,37 @@ struct SyntheticLog {
     var rng: SplitMix64
 
     init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+
+    /// The same events in the order a live stream delivers them: by sync hour (the hour a
+    /// sample ends; a deletion keeps the hour of the last sample of its uuid before it, a
+    /// check-in the hour of the event before it), users interleaved; within an hour, events
+    /// keep their order, so a deletion still follows the sample it deletes.
+    ///
+    /// Complexity: O(n log n) for n events.
+    static func arrivalOrder(_ events: [Event]) -> [Event] {
+        var hourOfUUID: [String: Int64] = [:]
+        var hours: [Int64] = []
+        hours.reserveCapacity(events.count)
+        var previous: Int64 = .min
+        for event in events {
+            let hour: Int64
+            switch event {
+            case .sampleAdded(let s):
+                hour = s.end.nanoseconds / (3_600 * 1_000_000_000)
+                hourOfUUID[s.uuid] = hour
+            case .sampleDeleted(_, let uuid):
+                hour = hourOfUUID[uuid] ?? previous
+            case .sourceCheckedIn:
+                hour = previous
+            }
+            hours.append(hour)
+            previous = hour
+        }
+        // By (hour, index): a stable order, so a deletion (in its sample's hour, after it in
+        // the log) stays after its sample.
+        let order = events.indices.sorted { hours[$0] != hours[$1] ? hours[$0] < hours[$1] : $0 < $1 }
+        return order.map { events[$0] }
+    }
 
     private static let zones = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "America/Santiago", "Europe/London"]
 

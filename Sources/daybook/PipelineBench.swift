@@ -57,12 +57,31 @@ enum PipelineBench {
         "restart_group_seconds", "restart_group_peak_rss_mb",
         "data_bytes", "data_bytes_per_event", "core_samples_per_s",
         "ratio_project_solo_to_raw_direct", "ratio_project_group_to_raw_group", "ratio_publish_to_kcat_produce",
+        "project_solo_cache_hits", "project_solo_cache_misses", "project_solo_cache_evictions",
+        "project_group_cache_hits", "project_group_cache_misses", "project_group_cache_evictions",
+        "arrival_raw_direct_seconds", "arrival_raw_direct_events_per_s",
+        "arrival_raw_group_seconds", "arrival_raw_group_events_per_s",
+        "arrival_project_solo_seconds", "arrival_project_solo_events_per_s", "arrival_project_solo_peak_rss_mb",
+        "arrival_project_solo_cache_hits", "arrival_project_solo_cache_misses", "arrival_project_solo_cache_evictions",
+        "arrival_project_group_seconds", "arrival_project_group_events_per_s", "arrival_project_group_peak_rss_mb",
+        "arrival_project_group_cache_hits", "arrival_project_group_cache_misses", "arrival_project_group_cache_evictions",
+        "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
     ]
 
-    /// A timed child: wall seconds and peak RSS.
+    /// A timed child: wall seconds and peak RSS; for a projector, its state cache's figures
+    /// (from its metrics file).
     struct Timed {
         var seconds: Double
         var peakRSSMegabytes: Double
+        var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
+    }
+
+    /// The raw consumers and the projectors on one order of the log.
+    struct OrderFigures {
+        var rawDirect = 0.0, rawGroup = 0.0, rawGroupFirstMessage = 0.0
+        var projectSolo = Timed(seconds: 0, peakRSSMegabytes: 0), projectGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
+        var ratioSolo: Double { rawDirect / projectSolo.seconds }
+        var ratioGroup: Double { rawGroup / projectGroup.seconds }
     }
 
     /// Everything measured.
@@ -77,6 +96,8 @@ enum PipelineBench {
         var projectSolo = Timed(seconds: 0, peakRSSMegabytes: 0), projectGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
         var restartSolo = Timed(seconds: 0, peakRSSMegabytes: 0), restartGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
         var dataBytes = 0
+        /// The same events in arrival order (by sync hour, users interleaved).
+        var arrival = OrderFigures()
     }
 
     static func run(_ settings: Settings) throws -> Int32 {
@@ -100,22 +121,24 @@ enum PipelineBench {
 
         // 1. The log, its keyed copy for kcat -P, and the core figure (in process).
         note("generating about \(NumberText.grouped(Double(settings.events))) events for \(settings.users) users (seed \(settings.seed))…")
-        let log = work + "/events.jsonl", keyed = work + "/events.keyed"
+        let log = work + "/events.jsonl", keyed = work + "/events.keyed", arrivalLog = work + "/events-arrival.jsonl"
         do {
             let events = generate(events: settings.events, users: settings.users, seed: settings.seed)
             f.events = events.count
             f.users = Set(events.lazy.map(\.user)).count
             f.logBytes = try writeLogs(events, log: log, keyed: keyed)
+            try writeLog(SyntheticLog.arrivalOrder(events), to: arrivalLog)
             try checkInterrupt()
             note("core: apply + resolve in process…")
             f.core = coreRate(events)
         }
         try checkInterrupt()
 
-        // 2. The embedded broker the pipeline reads.
+        // 2. The embedded broker the pipeline reads (user order; arrival order gets its own below).
         note("starting the embedded broker (\(settings.partitions) partitions)…")
         let broker = try startBroker(daybook, partitions: settings.partitions, work: work, name: "broker")
-        defer { stopBroker(broker.process) }
+        var brokerRunning = true
+        defer { if brokerRunning { stopBroker(broker.process) } }
 
         // 3. daybook publish, then kcat -P (keyed, same settings) into a second broker.
         note("daybook publish…")
@@ -135,48 +158,43 @@ enum PipelineBench {
         }
         try? FileManager.default.removeItem(atPath: keyed)
 
-        // 4. Raw consumption through librdkafka: all partitions directly, then a group.
-        // The fastest of a few runs each: the embedded broker now and then holds a new
-        // consumer's first fetch for 0.5 s, and the raw figure is the reference.
-        let format = ["-f", "%k %s\\n"]
-        var direct: (seconds: Double, firstMessage: Double)?
-        for run in 1...rawDirectRuns {
-            note("kcat -C (all partitions, direct), run \(run) of \(rawDirectRuns)…")
-            let r = try consume("kcat -C", kcat, ["-C", "-b", broker.bootstrap, "-t", topic, "-o", "beginning", "-e"] + kcatConsumer + format,
-                                expected: f.events, work: work, timeout: timeout)
-            note(String(format: "  %.3f s", r.seconds))
-            if r.seconds < direct?.seconds ?? .infinity { direct = r }
-        }
-        f.rawDirect = direct!.seconds
-        var group: (seconds: Double, firstMessage: Double)?
-        for run in 1...rawGroupRuns {
-            note("kcat -G (a fresh consumer group), run \(run) of \(rawGroupRuns)…")
-            let rawGroupID = "daybook-bench-kcat-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            let r = try consume("kcat -G", kcat, ["-G", rawGroupID, "-b", broker.bootstrap, "-X", "auto.offset.reset=earliest", "-e"] + kcatConsumer + format + [topic],
-                                expected: f.events, work: work, timeout: timeout)
-            note(String(format: "  %.3f s (first message at %.3f s)", r.seconds, r.firstMessage))
-            if r.seconds < group?.seconds ?? .infinity { group = r }
-        }
-        f.rawGroup = group!.seconds
-        f.rawGroupFirstMessage = group!.firstMessage
-
-        // 5. The projector, solo and in a fresh group, each into a fresh data directory.
+        // 4-5. Raw consumption through librdkafka, then the projector, solo and in a group.
+        let config = settings.config.map { ["--config", $0] } ?? []
         let soloData = work + "/data-solo", groupData = work + "/data-group"
         let groupID = "daybook-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let config = settings.config.map { ["--config", $0] } ?? []
         let solo = ["project", "--brokers", broker.bootstrap, "--topic", topic, "--data", soloData, "--until-caught-up", "--solo"] + config
         let grouped = ["project", "--brokers", broker.bootstrap, "--topic", topic, "--data", groupData, "--until-caught-up", "--group", groupID] + config
-        note("daybook project --solo…")
-        f.projectSolo = try project("daybook project --solo", daybook, solo, expected: f.events, work: work, timeout: timeout)
+        let userOrder = try measureOrder("", kcat: kcat, daybook: daybook, bootstrap: broker.bootstrap, solo: solo, grouped: grouped,
+                                         soloData: soloData, events: f.events, work: work, timeout: timeout)
+        (f.rawDirect, f.rawGroup, f.rawGroupFirstMessage) = (userOrder.rawDirect, userOrder.rawGroup, userOrder.rawGroupFirstMessage)
+        (f.projectSolo, f.projectGroup) = (userOrder.projectSolo, userOrder.projectGroup)
         f.dataBytes = diskUsage(soloData)
-        note("daybook project (group \(groupID))…")
-        f.projectGroup = try project("daybook project (group)", daybook, grouped, expected: f.events, work: work, timeout: timeout)
 
         // 6. Restarts on the finished data directories, with nothing new to read.
         note("restart: daybook project --solo, nothing new…")
         f.restartSolo = try project("restart of daybook project --solo", daybook, solo, expected: 0, work: work, timeout: timeout)
         note("restart: daybook project (group), nothing new…")
         f.restartGroup = try project("restart of daybook project (group)", daybook, grouped, expected: 0, work: work, timeout: timeout)
+        stopBroker(broker.process)
+        brokerRunning = false
+        try? FileManager.default.removeItem(atPath: soloData)
+        try? FileManager.default.removeItem(atPath: groupData)
+
+        // 7. The same events in arrival order, in a broker of their own: raw and projected again.
+        do {
+            note("arrival order: starting an embedded broker, daybook publish…")
+            let arrival = try startBroker(daybook, partitions: settings.partitions, work: work, name: "broker-arrival")
+            defer { stopBroker(arrival.process) }
+            _ = try runStep("daybook publish (arrival order)", daybook, ["publish", "--brokers", arrival.bootstrap, "--topic", topic, arrivalLog],
+                            work: work, timeout: timeout)
+            try checkLog(arrival.bootstrap, partitions: settings.partitions, events: f.events, after: "daybook publish (arrival order)")
+            let soloData = work + "/data-arrival-solo", groupData = work + "/data-arrival-group"
+            let groupID = "daybook-bench-arrival-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let solo = ["project", "--brokers", arrival.bootstrap, "--topic", topic, "--data", soloData, "--until-caught-up", "--solo"] + config
+            let grouped = ["project", "--brokers", arrival.bootstrap, "--topic", topic, "--data", groupData, "--until-caught-up", "--group", groupID] + config
+            f.arrival = try measureOrder("arrival order: ", kcat: kcat, daybook: daybook, bootstrap: arrival.bootstrap, solo: solo, grouped: grouped,
+                                         soloData: soloData, events: f.events, work: work, timeout: timeout)
+        }
 
         let json = jsonLine(f, settings)
         var out = OutputBuffer()
@@ -187,6 +205,41 @@ enum PipelineBench {
         out.line(json)
         try out.flush()
         return ExitCode.ok
+    }
+
+    /// Raw consumption of one broker's topic (kcat -C, the fastest of `rawDirectRuns`; kcat
+    /// -G, the fastest of `rawGroupRuns`), then `project --solo` and `project` in a group.
+    static func measureOrder(_ label: String, kcat: String, daybook: String, bootstrap: String, solo: [String], grouped: [String],
+                             soloData: String, events: Int, work: String, timeout: Double) throws -> OrderFigures {
+        var o = OrderFigures()
+        // The fastest of a few runs each: the embedded broker now and then holds a new
+        // consumer's first fetch for 0.5 s, and the raw figure is the reference.
+        let format = ["-f", "%k %s\\n"]
+        var direct: (seconds: Double, firstMessage: Double)?
+        for run in 1...rawDirectRuns {
+            note("\(label)kcat -C (all partitions, direct), run \(run) of \(rawDirectRuns)…")
+            let r = try consume("\(label)kcat -C", kcat, ["-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e"] + kcatConsumer + format,
+                                expected: events, work: work, timeout: timeout)
+            note(String(format: "  %.3f s", r.seconds))
+            if r.seconds < direct?.seconds ?? .infinity { direct = r }
+        }
+        o.rawDirect = direct?.seconds ?? 0
+        var group: (seconds: Double, firstMessage: Double)?
+        for run in 1...rawGroupRuns {
+            note("\(label)kcat -G (a fresh consumer group), run \(run) of \(rawGroupRuns)…")
+            let rawGroupID = "daybook-bench-kcat-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let r = try consume("\(label)kcat -G", kcat, ["-G", rawGroupID, "-b", bootstrap, "-X", "auto.offset.reset=earliest", "-e"] + kcatConsumer + format + [topic],
+                                expected: events, work: work, timeout: timeout)
+            note(String(format: "  %.3f s (first message at %.3f s)", r.seconds, r.firstMessage))
+            if r.seconds < group?.seconds ?? .infinity { group = r }
+        }
+        o.rawGroup = group?.seconds ?? 0
+        o.rawGroupFirstMessage = group?.firstMessage ?? 0
+        note("\(label)daybook project --solo…")
+        o.projectSolo = try project("\(label)daybook project --solo", daybook, solo, expected: events, work: work, timeout: timeout)
+        note("\(label)daybook project (a fresh group)…")
+        o.projectGroup = try project("\(label)daybook project (group)", daybook, grouped, expected: events, work: work, timeout: timeout)
+        return o
     }
 
     // MARK: The log
@@ -219,6 +272,13 @@ enum PipelineBench {
         try plain.close()
         try tabbed.close()
         return bytes
+    }
+
+    /// Writes `events` as JSON lines.
+    static func writeLog(_ events: [Event], to path: String) throws {
+        let out = try Writer(path)
+        for e in events { try out.line(e.jsonLine) }
+        try out.close()
     }
 
     /// Buffered writes to a new file.
@@ -338,27 +398,40 @@ enum PipelineBench {
         return (last, first ?? last)
     }
 
-    /// A `daybook project --until-caught-up` run: its wall time and peak RSS; it must report
-    /// `expected` events applied (dead letters included).
+    /// A `daybook project --until-caught-up` run: its wall time and peak RSS, and its state
+    /// cache's figures. Its counts come from the metrics file it writes at exit
+    /// (`--metrics-file`, machine-readable), never from its stderr text: it must have applied
+    /// `expected` events (dead letters included).
     static func project(_ step: String, _ daybook: String, _ arguments: [String], expected: Int, work: String, timeout: Double) throws -> Timed {
-        let child = try ChildProcess(name: step, executable: daybook, arguments: arguments, stderrPath: stderrFile(work, step))
+        let metricsPath = stderrFile(work, step) + ".prom"
+        defer { try? FileManager.default.removeItem(atPath: metricsPath) }
+        let child = try ChildProcess(name: step, executable: daybook, arguments: arguments + ["--metrics-file", metricsPath], stderrPath: stderrFile(work, step))
         child.limit(seconds: timeout)
         let outcome = child.wait()
         try checkInterrupt()
         guard outcome.exitCode == 0 else { throw failure(step, child, outcome) }
-        let text = (try? String(contentsOfFile: child.stderrPath ?? "", encoding: .utf8)) ?? ""
-        let applied = number(after: "project: applied ", in: text)
-        let deadLetters = number(after: ", dead letters ", in: text)
-        guard let applied, let deadLetters, applied + deadLetters == expected else {
-            throw CLIError(code: ExitCode.software, message: "\(step) applied \(applied.map(String.init) ?? "?") events and \(deadLetters.map(String.init) ?? "?") dead letters, expected \(expected) in all; the tail of its standard error:\n\(child.stderrTail())")
+        let metrics = counters(inMetricsFile: metricsPath)
+        let applied = metrics["daybook_events_applied_total"], deadLetters = metrics["daybook_dead_letters_total"]
+        guard metrics["daybook_projector_up"] == 0, let applied, let deadLetters, applied + deadLetters == expected else {
+            throw CLIError(code: ExitCode.software, message: "\(step) applied \(applied.map(String.init) ?? "?") events and \(deadLetters.map(String.init) ?? "?") dead letters by its metrics file (\(metrics.isEmpty ? "missing or empty" : "read")), expected \(expected) in all; the tail of its standard error:\n\(child.stderrTail())")
         }
-        return Timed(seconds: outcome.seconds, peakRSSMegabytes: outcome.peakRSSMegabytes)
+        return Timed(seconds: outcome.seconds, peakRSSMegabytes: outcome.peakRSSMegabytes,
+                     cacheHits: metrics["daybook_state_cache_hits_total"] ?? 0,
+                     cacheMisses: metrics["daybook_state_cache_misses_total"] ?? 0,
+                     cacheEvictions: metrics["daybook_state_cache_evictions_total"] ?? 0)
     }
 
-    /// The integer right after `marker` in `text` (its last occurrence), or nil.
-    static func number(after marker: String, in text: String) -> Int? {
-        guard let range = text.range(of: marker, options: .backwards) else { return nil }
-        return Int(text[range.upperBound...].prefix { $0.isASCII && $0.isNumber })
+    /// The integer samples of a Prometheus text file by family name (labels ignored: the
+    /// projector labels its totals by topic only), or an empty dictionary if it cannot be read.
+    static func counters(inMetricsFile path: String) -> [String: Int] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
+        var out: [String: Int] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            let name = line[..<space].prefix { $0 != "{" && $0 != " " }
+            if out[String(name)] == nil, value.rounded() == value, abs(value) < 1e15 { out[String(name)] = Int(value) }
+        }
+        return out
     }
 
     /// `daybook broker` as a child; returns once it has written its bootstrap file.
@@ -440,11 +513,23 @@ enum PipelineBench {
             row("kcat -G, consumer group (raw group)", f.rawGroup, rate(f.rawGroup), nil, String(format: "first message at %.2f s", f.rawGroupFirstMessage)),
             row("daybook project --solo", f.projectSolo.seconds, rate(f.projectSolo.seconds), f.projectSolo.peakRSSMegabytes, String(format: "%.2f of raw direct", ratios.solo)),
             row("daybook project (group)", f.projectGroup.seconds, rate(f.projectGroup.seconds), f.projectGroup.peakRSSMegabytes, String(format: "%.2f of raw group", ratios.group)),
+            row("arrival order: kcat -C (raw direct)", f.arrival.rawDirect, rate(f.arrival.rawDirect), nil),
+            row("arrival order: kcat -G (raw group)", f.arrival.rawGroup, rate(f.arrival.rawGroup), nil),
+            row("arrival order: daybook project --solo", f.arrival.projectSolo.seconds, rate(f.arrival.projectSolo.seconds), f.arrival.projectSolo.peakRSSMegabytes,
+                String(format: "%.2f of raw direct", f.arrival.ratioSolo)),
+            row("arrival order: daybook project (group)", f.arrival.projectGroup.seconds, rate(f.arrival.projectGroup.seconds), f.arrival.projectGroup.peakRSSMegabytes,
+                String(format: "%.2f of raw group", f.arrival.ratioGroup)),
             row("restart --solo, nothing new", f.restartSolo.seconds, "-", f.restartSolo.peakRSSMegabytes),
             row("restart (group), nothing new, join included", f.restartGroup.seconds, "-", f.restartGroup.peakRSSMegabytes),
             row("core apply + resolve (in process, samples/s)", nil, NumberText.grouped(f.core), nil),
             "solo data directory: \(String(format: "%.1f", Double(f.dataBytes) / 1e6)) MB on disk, \(String(format: "%.0f", Double(f.dataBytes) / max(n, 1))) bytes/event",
+            "state cache, project --solo: user order \(cacheText(f.projectSolo)); arrival order \(cacheText(f.arrival.projectSolo))",
+            String(format: "project --solo / kcat -C: %.2f in user order, %.2f in arrival order", ratios.solo, f.arrival.ratioSolo),
         ]
+    }
+
+    static func cacheText(_ t: Timed) -> String {
+        "\(NumberText.grouped(Double(t.cacheHits))) hits, \(NumberText.grouped(Double(t.cacheMisses))) misses, \(NumberText.grouped(Double(t.cacheEvictions))) evictions"
     }
 
     static func ratioFigures(_ f: Figures) -> (solo: Double, group: Double, publish: Double) {
@@ -480,6 +565,21 @@ enum PipelineBench {
             "core_samples_per_s": String(format: "%.0f", f.core),
             "ratio_project_solo_to_raw_direct": ratio(ratios.solo), "ratio_project_group_to_raw_group": ratio(ratios.group),
             "ratio_publish_to_kcat_produce": ratio(ratios.publish),
+            "project_solo_cache_hits": "\(f.projectSolo.cacheHits)", "project_solo_cache_misses": "\(f.projectSolo.cacheMisses)",
+            "project_solo_cache_evictions": "\(f.projectSolo.cacheEvictions)",
+            "project_group_cache_hits": "\(f.projectGroup.cacheHits)", "project_group_cache_misses": "\(f.projectGroup.cacheMisses)",
+            "project_group_cache_evictions": "\(f.projectGroup.cacheEvictions)",
+            "arrival_raw_direct_seconds": secs(f.arrival.rawDirect), "arrival_raw_direct_events_per_s": rate(f.arrival.rawDirect),
+            "arrival_raw_group_seconds": secs(f.arrival.rawGroup), "arrival_raw_group_events_per_s": rate(f.arrival.rawGroup),
+            "arrival_project_solo_seconds": secs(f.arrival.projectSolo.seconds), "arrival_project_solo_events_per_s": rate(f.arrival.projectSolo.seconds),
+            "arrival_project_solo_peak_rss_mb": mb(f.arrival.projectSolo.peakRSSMegabytes),
+            "arrival_project_solo_cache_hits": "\(f.arrival.projectSolo.cacheHits)", "arrival_project_solo_cache_misses": "\(f.arrival.projectSolo.cacheMisses)",
+            "arrival_project_solo_cache_evictions": "\(f.arrival.projectSolo.cacheEvictions)",
+            "arrival_project_group_seconds": secs(f.arrival.projectGroup.seconds), "arrival_project_group_events_per_s": rate(f.arrival.projectGroup.seconds),
+            "arrival_project_group_peak_rss_mb": mb(f.arrival.projectGroup.peakRSSMegabytes),
+            "arrival_project_group_cache_hits": "\(f.arrival.projectGroup.cacheHits)", "arrival_project_group_cache_misses": "\(f.arrival.projectGroup.cacheMisses)",
+            "arrival_project_group_cache_evictions": "\(f.arrival.projectGroup.cacheEvictions)",
+            "ratio_arrival_project_solo_to_raw_direct": ratio(f.arrival.ratioSolo), "ratio_arrival_project_group_to_raw_group": ratio(f.arrival.ratioGroup),
         ]
         return "{" + jsonKeys.map { "\"\($0)\":\(values[$0]!)" }.joined(separator: ",") + "}"
     }

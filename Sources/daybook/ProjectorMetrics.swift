@@ -87,6 +87,12 @@ struct ProjectorMetrics {
                   value: s.skipped, labels: t)
         m.counter("daybook_stale_resends_total", help: "sample-added events ignored since the projector started because their uuid's sample in force has a higher version.",
                   value: s.staleResends, labels: t)
+        m.counter("daybook_state_cache_hits_total", help: "(user, metric, UTC day) windows a batch needed that the state cache held, since the projector started.",
+                  value: s.cacheHits, labels: t)
+        m.counter("daybook_state_cache_misses_total", help: "(user, metric, UTC day) windows a batch had to read from its shard, since the projector started.",
+                  value: s.cacheMisses, labels: t)
+        m.counter("daybook_state_cache_evictions_total", help: "Users dropped from the state cache to fit state.cache_mb, since the projector started (their state stays in the shard).",
+                  value: s.cacheEvictions, labels: t)
         m.counter("daybook_row_updates_total", help: "Per-day total rows (user, metric, day) recomputed since the projector started.", value: s.rowsChanged, labels: t)
         m.histogram("daybook_batch_duration_seconds", help: "Time to apply one poll's messages to their shards (partitions in parallel, one transaction each).",
                     s.batchSeconds, labels: t)

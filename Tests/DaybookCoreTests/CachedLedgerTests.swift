@@ -124,4 +124,28 @@ import Testing
         #expect(store.entryLookups > 0)
         expectDiscriminating([phone, manual], total: 915)
     }
+
+    @Test func cacheHitsMissesAndEvictionsCountDayWindows() throws {
+        // Each one-hour steps sample on 2024-05-06 needs its UTC day ± 2: 5 windows a batch.
+        // 1. a user the store has nothing of: complete, 5 hits, nothing read;
+        // 2. evicted (budget 0), so the next batch reads all 5 from the store: 5 misses;
+        // 3. still cached (budget unlimited): 5 hits. Hits 10, misses 5, evictions 1.
+        let store = MemoryStore()
+        let ledger = Ledger(priority: LogGenerator.priority, store: store, cacheBudgetBytes: Int.max)
+        let samples = ["a", "b", "c"].enumerated().map { i, id in
+            added(id, "watch", "2024-05-06T0\(i + 1):00:00Z", "2024-05-06T0\(i + 2):00:00Z", 100, zone: "UTC")
+        }
+        for (i, event) in samples.enumerated() {
+            try ledger.load(for: [event])
+            var dirty = Set<DayKey>()
+            _ = ledger.apply(event, at: Int64(i), dirty: &dirty)
+            _ = ledger.recompute(dirty)
+            if case .sampleAdded(let s) = event { store.commit(upserts: [(s, Int64(i))], deletes: []) }
+            ledger.cacheBudgetBytes = i == 0 ? 0 : Int.max
+            ledger.evictIfOverBudget()
+        }
+        #expect(ledger.cacheHits == 10)
+        #expect(ledger.cacheMisses == 5)
+        #expect(ledger.cacheEvictions == 1)
+    }
 }

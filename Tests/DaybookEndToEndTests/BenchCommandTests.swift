@@ -18,6 +18,15 @@ import Testing
         "restart_group_seconds", "restart_group_peak_rss_mb",
         "data_bytes", "data_bytes_per_event", "core_samples_per_s",
         "ratio_project_solo_to_raw_direct", "ratio_project_group_to_raw_group", "ratio_publish_to_kcat_produce",
+        "project_solo_cache_hits", "project_solo_cache_misses", "project_solo_cache_evictions",
+        "project_group_cache_hits", "project_group_cache_misses", "project_group_cache_evictions",
+        "arrival_raw_direct_seconds", "arrival_raw_direct_events_per_s",
+        "arrival_raw_group_seconds", "arrival_raw_group_events_per_s",
+        "arrival_project_solo_seconds", "arrival_project_solo_events_per_s", "arrival_project_solo_peak_rss_mb",
+        "arrival_project_solo_cache_hits", "arrival_project_solo_cache_misses", "arrival_project_solo_cache_evictions",
+        "arrival_project_group_seconds", "arrival_project_group_events_per_s", "arrival_project_group_peak_rss_mb",
+        "arrival_project_group_cache_hits", "arrival_project_group_cache_misses", "arrival_project_group_cache_evictions",
+        "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
     ]
 
     static func benchDirectories() -> Set<String> {
@@ -67,6 +76,13 @@ import Testing
         // Rates are events over seconds.
         let rate = number("events") / number("project_solo_seconds")
         #expect(abs(number("project_solo_events_per_s") - rate) <= rate * 0.01)
+        // The cache figures are counts from the projectors' metrics files: every batch
+        // needs windows, so each run has hits or misses; evictions are never negative.
+        for prefix in ["project_solo", "project_group", "arrival_project_solo", "arrival_project_group"] {
+            #expect(number(prefix + "_cache_hits") + number(prefix + "_cache_misses") > 0, "\(prefix) in \(last)")
+            #expect(number(prefix + "_cache_evictions") >= 0, "\(prefix) in \(last)")
+        }
+        #expect(r.stdout.contains("arrival order: daybook project --solo"))
         // The temporary directory is gone.
         #expect(Self.benchDirectories().subtracting(before).isEmpty)
     }
@@ -82,6 +98,45 @@ import Testing
         let help = try Daybook.run(["bench", "--help"])
         #expect(help.status == 0)
         for key in Self.keys { #expect(help.stdout.contains(key), "--help does not name \(key)") }
+    }
+
+    @Test func arrivalOrderIsTheSameEventsUsersInterleavedAndADeletionAfterItsSample() throws {
+        let base = ["bench", "generate", "--samples", "20000", "--users", "3", "--seed", "7"]
+        let user = try Daybook.run(base)
+        let arrival = try Daybook.run(base + ["--order", "arrival"])
+        #expect(user.status == 0 && arrival.status == 0, "\(user.stderr)\(arrival.stderr)")
+        let u = user.stdout.split(separator: "\n"), a = arrival.stdout.split(separator: "\n")
+        #expect(u.count > 19_000 && u.sorted() == a.sorted())
+        #expect(u != a)
+        func owner(_ line: Substring) -> String {
+            guard let r = line.range(of: #""user":""#) else { return "" }
+            return String(line[r.upperBound...].prefix { $0 != "\"" })
+        }
+        // User by user: 3 runs of users. By sync hour: the users take turns, hour by hour.
+        func runs(_ lines: [Substring]) -> Int { zip(lines, lines.dropFirst()).filter { owner($0) != owner($1) }.count + 1 }
+        #expect(runs(u) == 3)
+        #expect(runs(a) > 100)
+        for name in ["user-0", "user-1", "user-2"] {
+            #expect(u.filter { owner($0) == name }.sorted() == a.filter { owner($0) == name }.sorted(), "\(name)'s events")
+        }
+        // Every deletion comes after the sample it deletes (seed 7 makes 3).
+        var seen = Set<String>()
+        var deletions = 0
+        for line in a {
+            guard let r = line.range(of: #""uuid":""#) else { continue }
+            let uuid = String(line[r.upperBound...].prefix { $0 != "\"" })
+            if line.contains(#""type":"sample-deleted""#) {
+                deletions += 1
+                #expect(seen.contains(uuid), "\(uuid) deleted before it is added")
+            } else {
+                seen.insert(uuid)
+            }
+        }
+        #expect(deletions == 3)
+        let bad = try Daybook.run(base + ["--order", "random"])
+        #expect(bad.status == 64)
+        let pipeline = try Daybook.run(["bench", "--order", "arrival"])
+        #expect(pipeline.status == 64)
     }
 
     @Test func withoutKcatItSaysSoAndExits69() throws {

@@ -32,6 +32,33 @@ func temporaryDirectory() throws -> String {
         #expect(try count.step() && count.int64(0) == 0)
     }
 
+    @Test func aReadTransactionEndsOnAThrowAndTheNextWriteStillBegins() throws {
+        let db = try Database(path: scratch.path + "/r.sqlite")
+        try db.execute("CREATE TABLE t (x INTEGER)")
+        try db.execute("INSERT INTO t (x) VALUES (7)")
+        struct Boom: Error {}
+        var seen: Int64 = 0
+        #expect(throws: Boom.self) {
+            try db.inReadTransaction {
+                let read = try db.statement("SELECT x FROM t")
+                if try read.step() { seen = read.int64(0) }
+                read.reset()
+                throw Boom()
+            }
+        }
+        #expect(seen == 7)
+        // Left inside the read, BEGIN IMMEDIATE would fail ("within a transaction").
+        try db.inTransaction {
+            try db.execute("INSERT INTO t (x) VALUES (8)")
+            return .commit
+        }
+        try db.inReadTransaction {
+            let count = try db.statement("SELECT count(*) FROM t")
+            #expect(try count.step() && count.int64(0) == 2)
+            count.reset()
+        }
+    }
+
     @Test func filesArePrivateAndInWALMode() throws {
         let dir = scratch.path
         let db = try Database(path: dir + "/p.sqlite")

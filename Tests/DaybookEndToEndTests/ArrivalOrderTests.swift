@@ -1,0 +1,38 @@
+import DaybookTestSupport
+import Foundation
+import Testing
+
+/// The projector on a log in arrival order (`bench generate --order arrival`: by sync hour,
+/// users interleaved), with no state cache between batches, so that every batch reloads what
+/// it needs from the shards: its totals must be `daybook rollup`'s of the same lines, and its
+/// metrics file must show the cache working (misses and evictions, not only hits).
+@Suite struct ArrivalOrderTests {
+    let scratch = TemporaryDirectory()
+
+    @Test(.timeLimit(.minutes(2))) func anInterleavedLogThroughAnEvictingCacheGivesTheRollupsTotals() throws {
+        let generated = try Daybook.run(["bench", "generate", "--samples", "12000", "--users", "9", "--seed", "4", "--order", "arrival"])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let lines = generated.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count > 12_000)
+        let broker = try BrokerProcess(arguments: ["--partitions", "3"])
+        defer { _ = broker.stop() }
+        let published = try Daybook.run(["publish", "--brokers", broker.bootstrap, try Daybook.temporaryFile(generated.stdout)])
+        #expect(published.status == 0, "\(published.stderr)")
+        let dir = scratch.newPath("data")
+        let config = try scratch.file(#"{"state":{"cache_mb":0}}"#)
+        let metrics = scratch.path + "/daybook.prom"
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", dir, "--solo", "--until-caught-up",
+                                 "--config", config, "--metrics-file", metrics])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try ProjectorTests.totals(dir).sorted() == (try ProjectorTests.rollup(lines)).sorted())
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        func counter(_ name: String) -> Double {
+            text.split(separator: "\n").first { $0.hasPrefix(name + "{") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? -1
+        }
+        #expect(counter("daybook_events_applied_total") == Double(lines.count))
+        // With no cache every batch after a user's first reads the user's windows back.
+        #expect(counter("daybook_state_cache_misses_total") > 0, "\(text)")
+        #expect(counter("daybook_state_cache_evictions_total") > 0, "\(text)")
+        #expect(counter("daybook_state_cache_hits_total") >= 0, "\(text)")
+    }
+}
