@@ -110,7 +110,7 @@ public struct AppleHealthImporter {
         let end = ExportTime.instant(endText)
         let value = AppleHealthImporter.number(valueText)
         let uuid = self.uuid(r, type: type, sourceName: sourceName, unit: unit, start: start, end: end, value: value)
-        let version = AppleHealthImporter.version(r)
+        let (version, versionFromMetadata) = AppleHealthImporter.version(r)
 
         guard let start, let end else {
             let bad = start == nil ? ("startDate", startText) : ("endDate", endText)
@@ -157,7 +157,7 @@ public struct AppleHealthImporter {
             highestVersions[idKey] = version
         }
         summary.count(sample, zoneFromMetadata: fromMetadata, clue: clue, sourceName: sourceName, sourceVersion: r.sourceVersion)
-        if r.syncVersion.flatMap(AppleHealthImporter.syncVersion) != nil { summary.versionsFromMetadata += 1 }
+        if versionFromMetadata { summary.versionsFromMetadata += 1 }
         return .event(line: line, sample: sample)
     }
 
@@ -174,10 +174,11 @@ public struct AppleHealthImporter {
 
     /// A record's version: `HKMetadataKeySyncVersion` when it is an integer ≥ 0, else its
     /// `creationDate` in ms since 1970 (0 before 1970, or without a readable one).
-    static func version(_ r: ExportRecord) -> Int64 {
-        if let v = r.syncVersion.flatMap(syncVersion) { return v }
-        guard let created = r.creationDate.flatMap(ExportTime.instant) else { return 0 }
-        return max(0, created.nanoseconds / 1_000_000)
+    /// Also says whether it came from the metadata (the summary counts those).
+    static func version(_ r: ExportRecord) -> (value: Int64, fromMetadata: Bool) {
+        if let v = r.syncVersion.flatMap(syncVersion) { return (v, true) }
+        guard let created = r.creationDate.flatMap(ExportTime.instant) else { return (0, false) }
+        return (max(0, created.nanoseconds / 1_000_000), false)
     }
 
     /// `HKMetadataKeySyncVersion` as an integer ≥ 0 (writers store an integer, some as

@@ -124,7 +124,7 @@ public struct DataLayout: Sendable {
         if generationNumber(name) != nil, !fm.fileExists(atPath: url.path + "/rebuild.json") {
             throw Shard.ShardError(.missingDirectory, "\(directory) is a generation of the data directory \(parent), not a data directory: give --data \(parent) (its manifest says which generation each shard is in)")
         }
-        if name.hasPrefix(".tmp-"), name != ".tmp-\(getpid())" {
+        if name.hasPrefix(".tmp-"), name != TemporaryName.mine() {
             throw Shard.ShardError(.missingDirectory, "\(directory) is a temporary directory of a verify or diff in \(parent), not a data directory: give --data \(parent)")
         }
     }

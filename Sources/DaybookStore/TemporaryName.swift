@@ -1,3 +1,4 @@
+import DaybookFiles
 import Foundation
 
 /// Temporary files and directories named after the process that made them, `PREFIX.tmp-PID`
@@ -5,8 +6,8 @@ import Foundation
 /// (kill -9, a crash, a power cut) cannot remove its own, so the next run of the command
 /// removes every one whose process is gone. Never left orphaned where nobody looks.
 public enum TemporaryName {
-    /// `PREFIX.tmp-PID` of this process.
-    public static func mine(prefix: String = "") -> String { "\(prefix).tmp-\(getpid())" }
+    /// `PREFIX.tmp-PID` of this process: the name `AtomicFile` writes beside a file too.
+    public static func mine(prefix: String = "") -> String { AtomicFile.temporaryPath(for: prefix) }
 
     /// The process that made `name`, when `name` is `PREFIX.tmp-PID`.
     public static func owner(of name: String, prefix: String = "") -> pid_t? {
