@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookLog
+import DaybookFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -301,16 +302,12 @@ enum PipelineBench {
         }
 
         private func flush() throws {
-            try buffer.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0 && errno == EINTR { continue }
-                    guard n > 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
-                    offset += n
-                }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            do {
+                try CheckedWriter.writeAll(buffer, to: fd, name: path)
+            } catch {
+                throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(error.errno))")
             }
-            buffer.removeAll(keepingCapacity: true)
         }
 
         func close() throws {
