@@ -120,13 +120,9 @@ struct LogGenerator {
         .map { Int64(CivilDay($0)!.number) * 86_400 }
 
     var rng: SplitMix64
-    let sameSourceOverlaps: Bool
     private var counter = 0
 
-    init(seed: UInt64, sameSourceOverlaps: Bool = true) {
-        rng = SplitMix64(seed: seed)
-        self.sameSourceOverlaps = sameSourceOverlaps
-    }
+    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
     mutating func log() -> [Event] {
         let windowStart = LogGenerator.anchors[rng.below(LogGenerator.anchors.count)] - 86_400
@@ -134,32 +130,20 @@ struct LogGenerator {
         let count = 10 + rng.below(50)
         var events: [Event] = []
         var samples: [Sample] = []
-        var taken: [String: [(Int64, Int64)]] = [:] // per user+source: intervals ever used
         var deletedUUIDs: [(String, String)] = []
 
-        func fresh(user: String, uuid: String) -> Sample? {
-            for _ in 0..<20 {
-                let metricRoll = rng.below(10)
-                let metric: Metric = metricRoll < 6 ? .steps : metricRoll < 8 ? .distance : .heartRate
-                let source = LogGenerator.sources[rng.below(LogGenerator.sources.count)]
-                let zone = rng.below(5) == 0 ? LogGenerator.zones[rng.below(LogGenerator.zones.count)]
-                    : LogGenerator.zones[user == "u1" ? 0 : 2 + Int(windowStart / 86_400 % 3)]
-                let start = windowStart + Int64(rng.below(minutes)) * 60
-                let length: Int64 = rng.below(5) == 0 ? 0 : Int64(1 + (rng.below(4) == 0 ? rng.below(2000) : rng.below(240))) * 60
-                var value = Double(rng.below(1000))
-                if metric == .heartRate { value += 30 }
-                let key = "\(user)|\(source)|\(metric)"
-                if !sameSourceOverlaps {
-                    let clash = taken[key, default: []].contains { s, e in
-                        length == 0 ? (s == e && s == start) : (s != e && s < start + length && start < e)
-                    }
-                    if clash { continue }
-                    taken[key, default: []].append((start, start + length))
-                }
-                return Sample(user: user, uuid: uuid, metric: metric, source: source,
-                              start: Instant(seconds: start), end: Instant(seconds: start + length), value: value, zone: zone)
-            }
-            return nil
+        func fresh(user: String, uuid: String) -> Sample {
+            let metricRoll = rng.below(10)
+            let metric: Metric = metricRoll < 6 ? .steps : metricRoll < 8 ? .distance : .heartRate
+            let source = LogGenerator.sources[rng.below(LogGenerator.sources.count)]
+            let zone = rng.below(5) == 0 ? LogGenerator.zones[rng.below(LogGenerator.zones.count)]
+                : LogGenerator.zones[user == "u1" ? 0 : 2 + Int(windowStart / 86_400 % 3)]
+            let start = windowStart + Int64(rng.below(minutes)) * 60
+            let length: Int64 = rng.below(5) == 0 ? 0 : Int64(1 + (rng.below(4) == 0 ? rng.below(2000) : rng.below(240))) * 60
+            var value = Double(rng.below(1000))
+            if metric == .heartRate { value += 30 }
+            return Sample(user: user, uuid: uuid, metric: metric, source: source,
+                          start: Instant(seconds: start), end: Instant(seconds: start + length), value: value, zone: zone)
         }
 
         while events.count < count {
@@ -167,17 +151,17 @@ struct LogGenerator {
             let roll = rng.below(100)
             if roll < 65 || samples.isEmpty {
                 counter += 1
-                if let s = fresh(user: user, uuid: "s\(counter)") {
-                    samples.append(s)
-                    events.append(.sampleAdded(s))
-                }
+                let s = fresh(user: user, uuid: "s\(counter)")
+                samples.append(s)
+                events.append(.sampleAdded(s))
             } else if roll < 77 {
-                // Edit: same uuid, new value (and, when overlaps are allowed, new times), at a
-                // higher version, the same version, or a lower one (a stale re-send).
+                // Edit: same uuid, new value (and new times, unless the metric's kind would
+                // change), at a higher version, the same version, or a lower one (a stale re-send).
                 let k = rng.below(samples.count)
                 var s = samples[k]
                 let version = s.version
-                if sameSourceOverlaps, let moved = fresh(user: s.user, uuid: s.uuid), moved.metric.isCumulative == s.metric.isCumulative {
+                let moved = fresh(user: s.user, uuid: s.uuid)
+                if moved.metric.isCumulative == s.metric.isCumulative {
                     s = moved
                 } else {
                     s.value = Double(rng.below(1000)) + (s.metric == .heartRate ? 30 : 0)
