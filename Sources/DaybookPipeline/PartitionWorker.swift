@@ -42,6 +42,29 @@ final class PartitionWorker {
         return endOffset.map { shard.nextOffset >= $0 } ?? false
     }
 
+    // MARK: Staged messages
+
+    /// Messages decoded and waiting for their batch's transaction: a partition's batch grows
+    /// over several polls to thousands of events (one load and one commit for all of them)
+    /// while librdkafka's buffers go back after each poll. Nothing staged is in the shard:
+    /// dropped (a revoked partition, a failure, a stop), it is read again from the shard's offset.
+    private var staged: [(event: Event, position: Int64, deliveredAt: Instant?)] = []
+    private var stagedDeadLetters: [Shard.DeadLetter] = []
+    /// The offset after the last staged message; nil while nothing is staged.
+    private(set) var stagedEnd: Int64?
+    /// Kafka timestamp (ms) of the newest staged message, if it had one.
+    private var stagedTimestamp: Int64?
+    /// Staged events and dead letters.
+    var stagedCount: Int { staged.count + stagedDeadLetters.count }
+    /// A rough size of what is staged (payload bytes plus a decoded event's overhead).
+    private(set) var stagedBytes = 0
+    /// When the oldest staged message was staged (a live stream commits within a bound).
+    private(set) var stagedSince: ContinuousClock.Instant?
+
+    /// The offset the next message must have for the log to be continuous: after what is
+    /// staged, else the shard's.
+    var expectedNext: Int64 { max(stagedEnd ?? shard.nextOffset, shard.nextOffset) }
+
     struct Outcome {
         var applied = 0
         var skipped = 0
@@ -50,6 +73,8 @@ final class PartitionWorker {
         var rowsChanged = 0
         var staleResends = 0
         var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
+        /// Kafka timestamp (ms) of the newest message the batch moved the shard past.
+        var newestTimestamp: Int64?
         /// The (user, metric, day) rows this batch recomputed.
         var changedKeys: [DayKey] = []
     }
@@ -64,54 +89,65 @@ final class PartitionWorker {
             "Publish with the producers' partitioner (kafka.partitioner); daybook dlq replay republishes it to partition \(home)"
     }
 
-    /// Applies `messages` (in offset order) and commits them as one batch.
-    func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> Outcome {
-        var outcome = Outcome()
+    /// Decodes `messages` (in offset order) into the staged batch; skips what the shard or
+    /// the batch already has. Poison becomes a dead letter of the batch. Returns how many
+    /// messages were skipped and how many are re-read (below the shard's offset).
+    func stage(_ messages: ArraySlice<ConsumedMessage>) -> (skipped: Int, reread: Int) {
+        var skipped = 0, reread = 0
         let next = shard.nextOffset
-        let from = min(rereadFrom ?? next, next)
+        let from = stagedEnd ?? min(rereadFrom ?? next, next)
         let messages = stopOffset.map { stop in messages.prefix { $0.offset < stop } } ?? messages
-        guard let last = messages.last, last.offset >= from else {
-            outcome.skipped = messages.count
-            return outcome
-        }
         let decoder = EventDecoder()
-        var deadLetters: [Shard.DeadLetter] = []
-        var events: [(event: Event, position: Int64, deliveredAt: Instant?)] = []
-        events.reserveCapacity(messages.count)
         for message in messages {
             guard message.offset >= from else {
-                outcome.skipped += 1 // already in the shard (redelivered after a seek or rebalance)
+                skipped += 1 // already in the shard or the batch (redelivered after a seek or rebalance)
                 continue
             }
-            if message.offset < next { outcome.reread += 1 }
+            if message.offset < next { reread += 1 }
+            if stagedSince == nil { stagedSince = .now }
+            stagedEnd = message.offset + 1
+            stagedTimestamp = message.timestamp ?? stagedTimestamp
+            stagedBytes += message.valueCount + 256
             // Decoded where librdkafka holds it: no copy of the payload.
             let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
                 : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes) } }
             switch decoded {
             case .failure(let error):
-                deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                    reason: error.description, code: error.code.rawValue))
+                stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                          reason: error.description, code: error.code.rawValue))
             case .success(let event):
                 // Byte for byte: String's == would take a differently normalized key for the user.
                 if message.withKey({ key in !key.isEmpty && !key.elementsEqual(event.user.utf8) }) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
-                    deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                        reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
-                                                        code: "key_mismatch"))
+                    stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
+                                                              code: "key_mismatch"))
                     continue
                 }
                 if let placement, let reason = Self.misplacement(of: event.user, in: partition, placement) {
-                    deadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                        reason: reason, code: "wrong_partition"))
+                    stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                              reason: reason, code: "wrong_partition"))
                     continue
                 }
-                events.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
+                staged.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
             }
         }
-        let result = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, last.offset + 1))
-        if let rereading = rereadFrom { rereadFrom = max(rereading, last.offset + 1) } // re-read once, even if redelivered
+        return (skipped, reread)
+    }
+
+    /// Applies what is staged and commits it as one batch with the next offset; nothing
+    /// to do when nothing is staged. Staged or not, the batch is gone afterwards: if the
+    /// commit failed, the worker is broken and its messages are read again from the shard.
+    func commitStaged() throws -> Outcome {
+        var outcome = Outcome()
+        guard let end = stagedEnd else { return outcome }
+        let events = staged, deadLetters = stagedDeadLetters, timestamp = stagedTimestamp
+        dropStaged()
+        let next = shard.nextOffset
+        let result = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, end))
+        if let rereading = rereadFrom { rereadFrom = max(rereading, end) } // re-read once, even if redelivered
         outcome.applied = result.applied
         outcome.deadLetters = deadLetters.count
         outcome.rowsChanged = result.rows.count
@@ -119,8 +155,19 @@ final class PartitionWorker {
         outcome.cacheHits = result.cacheHits
         outcome.cacheMisses = result.cacheMisses
         outcome.cacheEvictions = result.cacheEvictions
+        outcome.newestTimestamp = timestamp
         outcome.changedKeys = Array(result.rows.keys)
         if !deadLetters.isEmpty { deadLettersPending = true }
         return outcome
+    }
+
+    /// Forgets what is staged (its messages are read again from the shard's offset).
+    func dropStaged() {
+        staged.removeAll(keepingCapacity: false)
+        stagedDeadLetters.removeAll(keepingCapacity: false)
+        stagedEnd = nil
+        stagedTimestamp = nil
+        stagedBytes = 0
+        stagedSince = nil
     }
 }
