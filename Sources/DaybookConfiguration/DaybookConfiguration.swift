@@ -12,6 +12,11 @@ public struct DaybookConfiguration: Sendable {
     /// partitions of the process. Default 32; 0 keeps nothing between batches (slow: every
     /// batch reads its users back from the shards).
     public var cacheMegabytes = 32
+    /// `state.batch_mb`: memory for decoded events waiting to be committed as their
+    /// partition's batch (`ProjectorOptions.stagingBytes`), shared by all partitions of the
+    /// process. Default 48; more lets each partition's batch grow to `minimumBatch` events
+    /// when many partitions are read at once.
+    public var batchMegabytes = 48
     /// `freshness`: each source's silence threshold and page fraction, and the canaries.
     public var freshness = FreshnessPolicy()
 
@@ -143,7 +148,8 @@ public struct DaybookConfiguration: Sendable {
         for (key, value) in try object(state, "state") {
             switch key {
             case "cache_mb": cacheMegabytes = try integer(value, "state.cache_mb", 0...1_048_576)
-            default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb")
+            case "batch_mb": batchMegabytes = try integer(value, "state.batch_mb", 1...1_048_576)
+            default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb, batch_mb")
             }
         }
     }

@@ -70,7 +70,8 @@ public final class Ledger {
     public private(set) var cacheHits = 0
     /// (user, metric, UTC day) windows a `load` had to read from the store.
     public private(set) var cacheMisses = 0
-    /// Users dropped from the cache to fit its budget (their state stays in the store).
+    /// (user, metric, UTC day) windows dropped from the cache to fit its budget (their
+    /// samples stay in the store).
     public private(set) var cacheEvictions = 0
 
     // MARK: Loading from the store
@@ -147,12 +148,21 @@ public final class Ledger {
     private func ensureLoaded(_ days: ClosedRange<Int32>, metric: Metric, state: UserState, user userID: String,
                               store: any LedgerStore) throws {
         guard !state.complete else {
+            // Everything of the user is here; the days are marked, so that eviction finds them.
             cacheHits += days.count
+            var metricState = state.metrics[metric] ?? MetricState()
+            state.metrics[metric] = nil // keep the state uniquely referenced while it changes
+            for d in days {
+                metricState.loaded.insert(d)
+                metricState.dayUse[d] = clock
+            }
+            state.metrics[metric] = metricState
             return
         }
         var day = days.lowerBound
         while day <= days.upperBound {
-            guard !(state.metrics[metric]?.loaded.contains(day) ?? false) else {
+            if state.metrics[metric]?.loaded.contains(day) ?? false {
+                state.metrics[metric]?.dayUse[day] = clock
                 cacheHits += 1
                 day += 1
                 continue
@@ -163,7 +173,10 @@ public final class Ledger {
             let stored = try store.samples(user: userID, metric: metric, days: day...last)
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
-            for d in day...last { metricState.loaded.insert(d) }
+            for d in day...last {
+                metricState.loaded.insert(d)
+                metricState.dayUse[d] = clock
+            }
             for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[sample.uuid] == nil {
                 cache(sample, seq: seq, in: &metricState, of: state)
             }
@@ -178,9 +191,12 @@ public final class Ledger {
         metricState.insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
     }
 
-    /// Drops the least recently used users until the cache fits its budget (down to 3/4
-    /// of it, so that eviction runs in rounds, not after every batch). Call it only when
-    /// everything applied so far has been written to the store.
+    /// Drops what was needed least recently until the cache fits its budget (down to 3/4
+    /// of it, so that eviction runs in rounds, not after every batch): first (user, metric,
+    /// UTC day) windows, the coldest first, so that an interleaved log keeps every user's
+    /// recent days rather than all the days of a few users; then, if that is not enough
+    /// (tombstones, uuids known absent), whole users, least recently used first. Call it
+    /// only when everything applied so far has been written to the store.
     public func evictIfOverBudget() {
         for state in touched {
             let bytes = state.estimatedBytes
@@ -191,11 +207,35 @@ public final class Ledger {
         guard store != nil, cachedBytes > cacheBudgetBytes else { return }
         let target = cacheBudgetBytes / 4 * 3
         lastUser = nil
+        var windows: [(use: UInt64, user: String, metric: Metric, day: Int32)] = []
+        for (id, state) in users {
+            for (metric, m) in state.metrics.all {
+                for day in m.loaded { windows.append((m.dayUse[day] ?? 0, id, metric, day)) }
+            }
+        }
+        windows.sort { $0.use < $1.use }
+        var shrunk: [ObjectIdentifier: UserState] = [:]
+        for w in windows {
+            guard cachedBytes > target else { break }
+            guard let state = users[w.user], var m = state.metrics[w.metric] else { continue }
+            state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
+            for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) { state.uuids[uuid] = nil }
+            state.metrics[w.metric] = m
+            state.complete = false // the store now holds what the cache does not
+            cacheEvictions += 1
+            shrunk[ObjectIdentifier(state)] = state
+            let bytes = state.estimatedBytes
+            cachedBytes += bytes - state.accountedBytes
+            state.accountedBytes = bytes
+        }
+        // A dictionary keeps its storage when entries leave: give back what eviction emptied.
+        for state in shrunk.values { state.compact() }
+        guard cachedBytes > target else { return }
         for (id, state) in users.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
             guard cachedBytes > target else { break }
             cachedBytes -= state.accountedBytes
+            cacheEvictions += state.metrics.all.reduce(0) { $0 + $1.1.loaded.count }
             users[id] = nil
-            cacheEvictions += 1
         }
     }
 
@@ -545,12 +585,23 @@ private final class UserState {
     /// `estimatedBytes` when the ledger last added it up.
     var accountedBytes = 0
 
+    /// Gives back storage that eviction left mostly empty (dictionaries do not shrink).
+    func compact() {
+        if uuids.capacity > 64, uuids.count * 4 < uuids.capacity { uuids = Dictionary(uniqueKeysWithValues: uuids.map { ($0, $1) }) }
+        for metric in Metric.allCases {
+            guard var m = metrics[metric] else { continue }
+            metrics[metric] = nil // keep the state uniquely referenced while it changes
+            m.compact()
+            metrics[metric] = m
+        }
+    }
+
     /// A deliberately rough size: per record its table entry, bucket entries and uuid; per
     /// bucket its arrays; per uuid its map entry (not calibrated; BENCHMARKS.md measures the
     /// peak RSS with the default budget and with 1 MiB).
     var estimatedBytes: Int {
         var bytes = 256 + uuids.count * 96
-        for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 16 }
+        for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 48 }
         return bytes
     }
 }
@@ -595,6 +646,42 @@ private struct MetricState {
     /// UTC days whose samples are all in `records` (cumulative: overlapping the day;
     /// heart rate: starting in it). Used only by a ledger with a store.
     var loaded: Set<Int32> = []
+    /// The ledger's clock at the last load that needed each loaded day (what eviction goes by).
+    var dayUse: [Int32: UInt64] = [:]
+
+    /// Gives back storage that eviction left mostly empty (dictionaries do not shrink).
+    mutating func compact() {
+        if records.capacity > 64, records.count * 4 < records.capacity { records = Dictionary(uniqueKeysWithValues: records.map { ($0, $1) }) }
+        if buckets.capacity > 64, buckets.count * 4 < buckets.capacity { buckets = Dictionary(uniqueKeysWithValues: buckets.map { ($0, $1) }) }
+        if dayUse.capacity > 64, dayUse.count * 4 < dayUse.capacity {
+            dayUse = Dictionary(uniqueKeysWithValues: dayUse.map { ($0, $1) })
+            var fresh = Set<Int32>(minimumCapacity: loaded.count)
+            fresh.formUnion(loaded)
+            loaded = fresh
+        }
+    }
+
+    /// Forgets that `day` is loaded, and every record none of whose days is loaded any more
+    /// (a record reaching into a loaded day stays: that day needs it). Returns the uuids of
+    /// the records dropped: the cache no longer knows them.
+    mutating func evict(_ day: Int32, cumulative: Bool, zones: [ZoneRules]) -> [String] {
+        loaded.remove(day)
+        dayUse[day] = nil
+        var dropped: [String] = []
+        // Records found under `day`: cumulative buckets are UTC days; heart rate's are civil
+        // days, within a day of the UTC day of the start.
+        for bucketDay in cumulative ? day...day : (day - 1)...(day + 1) {
+            guard let bucket = buckets[bucketDay] else { continue }
+            for seq in bucket.seqs {
+                guard let r = records[seq] else { continue }
+                if !cumulative, MetricState.loadDays(start: r.start, end: r.end, cumulative: false).lowerBound != day { continue }
+                guard !MetricState.loadDays(start: r.start, end: r.end, cumulative: cumulative).contains(where: loaded.contains) else { continue }
+                remove(r, cumulative: cumulative, zones: zones)
+                dropped.append(r.uuid)
+            }
+        }
+        return dropped
+    }
 
     /// The UTC days a sample from `start` to `end` is found under when loading from a
     /// store: the days it overlaps (cumulative), or its start's (heart rate).

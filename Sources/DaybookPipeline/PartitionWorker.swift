@@ -56,8 +56,22 @@ final class PartitionWorker {
     private var stagedTimestamp: Int64?
     /// Staged events and dead letters.
     var stagedCount: Int { staged.count + stagedDeadLetters.count }
-    /// A rough size of what is staged (payload bytes plus a decoded event's overhead).
+    /// The size of what is staged: each event's slot and the heap its strings take (dead
+    /// letters, rare, are not counted).
     private(set) var stagedBytes = 0
+
+    /// A staged event's bytes: its slot in the array and each string too long to be stored
+    /// inline (more than 15 UTF-8 bytes), rounded as malloc rounds, with its header.
+    static func stagedSize(of event: Event) -> Int {
+        func heap(_ s: String) -> Int { s.utf8.count > 15 ? (s.utf8.count + 32 + 15) & ~15 : 0 }
+        var bytes = MemoryLayout<(event: Event, position: Int64, deliveredAt: Instant?)>.stride
+        switch event {
+        case .sampleAdded(let s): bytes += heap(s.user) + heap(s.uuid) + heap(s.source) + heap(s.zone)
+        case .sampleDeleted(let user, let uuid): bytes += heap(user) + heap(uuid)
+        case .sourceCheckedIn(let c): bytes += heap(c.user) + heap(c.source) + 16 * (c.metrics?.count ?? 0)
+        }
+        return bytes
+    }
     /// When the oldest staged message was staged (a live stream commits within a bound).
     private(set) var stagedSince: ContinuousClock.Instant?
 
@@ -107,7 +121,6 @@ final class PartitionWorker {
             if stagedSince == nil { stagedSince = .now }
             stagedEnd = message.offset + 1
             stagedTimestamp = message.timestamp ?? stagedTimestamp
-            stagedBytes += message.valueCount + 256
             // Decoded where librdkafka holds it: no copy of the payload.
             let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
@@ -132,6 +145,7 @@ final class PartitionWorker {
                     continue
                 }
                 staged.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
+                stagedBytes += Self.stagedSize(of: event)
             }
         }
         return (skipped, reread)

@@ -18,7 +18,7 @@ public struct ProjectorStatistics: Sendable {
     public var staleResends = 0
     /// The state cache, summed over the shards (`Ledger.cacheHits`, `cacheMisses`,
     /// `cacheEvictions`): (user, metric, UTC day) windows a batch needed that were cached,
-    /// those read from the shard, and users dropped to fit `state.cache_mb`.
+    /// those read from the shard, and those dropped to fit `state.cache_mb` (coldest days first).
     public var cacheHits = 0
     public var cacheMisses = 0
     public var cacheEvictions = 0

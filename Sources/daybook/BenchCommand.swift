@@ -75,7 +75,7 @@ enum BenchCommand: Subcommand {
       arrival_project_group_cache_evictions, ratio_arrival_project_solo_to_raw_direct,
       ratio_arrival_project_group_to_raw_group. Cache hits and misses count (user,
       metric, UTC day) windows a batch needed, found in the state cache or read from the
-      shard; evictions count users dropped to fit state.cache_mb.
+      shard; evictions count the windows dropped to fit state.cache_mb.
     Seconds are wall time from spawn to exit (kcat consumers: to their last message);
     events/s is events / seconds; peak RSS in MiB. BENCHMARKS.md explains each figure.
     kcat is required (scripts/setup installs it). The embedded broker keeps only each

@@ -103,6 +103,7 @@ enum ProjectCommand: Subcommand {
         options.connectTimeout = connectTimeout
         options.topic = try arguments.topic(default: options.topic)
         options.cacheBytes = config.cacheMegabytes << 20
+        options.stagingBytes = config.batchMegabytes << 20
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
         // Checked and first written before anything else: a wrong path is told at once.
         var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in

@@ -91,7 +91,7 @@ struct ProjectorMetrics {
                   value: s.cacheHits, labels: t)
         m.counter("daybook_state_cache_misses_total", help: "(user, metric, UTC day) windows a batch had to read from its shard, since the projector started.",
                   value: s.cacheMisses, labels: t)
-        m.counter("daybook_state_cache_evictions_total", help: "Users dropped from the state cache to fit state.cache_mb, since the projector started (their state stays in the shard).",
+        m.counter("daybook_state_cache_evictions_total", help: "(user, metric, UTC day) windows dropped from the state cache to fit state.cache_mb, coldest first, since the projector started (their samples stay in the shard).",
                   value: s.cacheEvictions, labels: t)
         m.counter("daybook_row_updates_total", help: "Per-day total rows (user, metric, day) recomputed since the projector started.", value: s.rowsChanged, labels: t)
         m.histogram("daybook_batch_duration_seconds", help: "Time to apply one poll's messages to their shards (partitions in parallel, one transaction each).",

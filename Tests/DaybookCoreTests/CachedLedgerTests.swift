@@ -128,8 +128,9 @@ import Testing
     @Test func cacheHitsMissesAndEvictionsCountDayWindows() throws {
         // Each one-hour steps sample on 2024-05-06 needs its UTC day ± 2: 5 windows a batch.
         // 1. a user the store has nothing of: complete, 5 hits, nothing read;
-        // 2. evicted (budget 0), so the next batch reads all 5 from the store: 5 misses;
-        // 3. still cached (budget unlimited): 5 hits. Hits 10, misses 5, evictions 1.
+        // 2. its 5 windows evicted (budget 0), so the next batch reads all 5 from the store:
+        //    5 misses; 3. still cached (budget unlimited): 5 hits. Hits 10, misses 5,
+        //    evictions 5 (windows, as hits and misses are).
         let store = MemoryStore()
         let ledger = Ledger(priority: LogGenerator.priority, store: store, cacheBudgetBytes: Int.max)
         let samples = ["a", "b", "c"].enumerated().map { i, id in
@@ -146,6 +147,74 @@ import Testing
         }
         #expect(ledger.cacheHits == 10)
         #expect(ledger.cacheMisses == 5)
-        #expect(ledger.cacheEvictions == 1)
+        #expect(ledger.cacheEvictions == 5)
+    }
+
+    /// A month of four users in arrival order (by the hour, users interleaved), with late
+    /// edits and deletions of old days, through a cache that holds only about a week of
+    /// days in all: cold days are evicted, every user's recent days stay, and no row changes.
+    static func arrivalOrderMonth(seed: UInt64) -> [Event] {
+        var rng = SplitMix64(seed: seed)
+        var events: [Event] = []
+        var hourly: [[Sample]] = []
+        let users = ["ana", "bo", "cy", "di"]
+        let zones = ["Europe/Berlin", "America/New_York", "Asia/Kolkata", "UTC"]
+        let first = Int64(CivilDay("2024-03-01")!.number) * 86_400
+        for hour in 0..<(30 * 24) {
+            var batch: [Sample] = []
+            for (u, user) in users.enumerated() where rng.below(3) > 0 {
+                let start = first + Int64(hour) * 3_600 + Int64(rng.below(30)) * 60
+                // The watch and the phone count the same walk: overlapping, never to be summed.
+                for (source, minutes) in [("watch", 40), ("phone", 50)] {
+                    batch.append(Sample(user: user, uuid: "\(user)-\(hour)-\(source)", metric: .steps, source: source,
+                                        start: Instant(seconds: start), end: Instant(seconds: start + Int64(minutes) * 60),
+                                        value: Double(100 + rng.below(900)), zone: zones[u]))
+                }
+            }
+            hourly.append(batch)
+            events += batch.map { .sampleAdded($0) }
+            // Now and then a late edit (a higher version) or a deletion of a sample days old.
+            if hour > 96, rng.below(8) == 0, let old = hourly[hour - 72 - rng.below(24)].first {
+                var edited = old
+                edited.version = 2
+                edited.value += 1_000
+                events.append(rng.below(2) == 0 ? .sampleAdded(edited) : .sampleDeleted(user: old.user, uuid: old.uuid))
+            }
+        }
+        return events
+    }
+
+    @Test(arguments: PropertyTests.seeds.prefix(10))
+    func anArrivalOrderMonthThroughASmallCacheKeepsRecentDaysAndChangesNoRow(seed: UInt64) throws {
+        let events = Self.arrivalOrderMonth(seed: seed)
+        let (rows, _, ledger) = try Self.projected(events, seed: seed) { _ in 60_000 }
+        #expect(rows == Self.inMemory(events), "seed \(seed)")
+        #expect(ledger.cacheEvictions > 0, "the cache must have been too small for the month")
+        // Day windows were dropped, users were not: each keeps its recent days.
+        #expect(ledger.cachedUserCount == 4, "users cached: \(ledger.cachedUserCount)")
+        #expect(ledger.cachedBytes <= 60_000)
+        // Overlapping sources are not summed: the rows add up to less than the samples in force.
+        let total = rows.reduce(0.0) { sum, row in
+            if case .cumulative(let value, _) = row.summary { return sum + value }
+            return sum
+        }
+        #expect(total < Self.naiveSum(events) - 1_000, "rows \(total), naive \(Self.naiveSum(events)), seed \(seed)")
+    }
+
+    /// The plain sum of every sample in force (deleted stays deleted), for the check above.
+    static func naiveSum(_ events: [Event]) -> Double {
+        var live: [String: Sample] = [:]
+        var deleted: Set<String> = []
+        for e in events {
+            switch e {
+            case .sampleAdded(let s):
+                if !deleted.contains(s.uuid), live[s.uuid].map({ $0.version <= s.version }) ?? true { live[s.uuid] = s }
+            case .sampleDeleted(_, let uuid):
+                live[uuid] = nil
+                deleted.insert(uuid)
+            case .sourceCheckedIn: break
+            }
+        }
+        return live.values.reduce(0) { $0 + $1.value }
     }
 }
