@@ -98,6 +98,9 @@ enum ImportCommand: Subcommand {
 
     // MARK: apple-health
 
+    /// The summary names the importer's options by their flags.
+    static let optionNames = ImportSummary.Names(defaultZone: "--zone", sourceMapRule: "--source-map")
+
     private enum Destination {
         case standardOutput
         case file(String)
@@ -119,7 +122,11 @@ enum ImportCommand: Subcommand {
         do {
             importer = try AppleHealthImporter(options: .init(user: user, zone: arguments.value("--zone"), sourceMap: SourceMap(rules: rules)))
         } catch {
-            throw CLIError.usage(TerminalText.escaped(error.message))
+            let option = switch error.kind {
+            case .emptyUser, .userNotNFC: "--user"
+            case .unknownZone(let zone): "--zone \(JSONWriter.quoted(zone))"
+            }
+            throw CLIError.usage(TerminalText.escaped("\(option) \(error.reason)"))
         }
         let publishing = arguments.value("--brokers") != nil || arguments.value("--config") != nil
         let destination: Destination
@@ -208,7 +215,7 @@ enum ImportCommand: Subcommand {
             case .file: partial = "nothing was written"
             case .kafka: partial = "nothing was published"
             }
-            if importer.summary.records > 0 { printError(TerminalText.escaped(importer.summary.render(destination: "converted"), keepingNewlines: true)) }
+            if importer.summary.records > 0 { printError(TerminalText.escaped(importer.summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true)) }
             throw CLIError(code: ExitCode.dataError, message: "\(TerminalText.escaped(input.name)): \(TerminalText.escaped(error.description)); \(partial)")
         }
         progress.finish()
@@ -218,7 +225,7 @@ enum ImportCommand: Subcommand {
         let summary = importer.summary
         if summary.missingZone > 0 {
             try? sink.flush()
-            printError(TerminalText.escaped(summary.render(destination: "converted"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true))
             let known = summary.missingZone + summary.events + summary.rejectedCount
             let output: String
             switch destination {
@@ -235,15 +242,15 @@ enum ImportCommand: Subcommand {
         let rate = "\(NumberText.grouped(summary.records)) records in \(String(format: "%.2f", seconds)) s (\(NumberText.grouped(Int(Double(summary.records) / max(seconds, 0.001)))) records/s, \(megabytes(bytesRead)))"
         switch destination {
         case .standardOutput:
-            printError(TerminalText.escaped(summary.render(destination: "written"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "written", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
         case .file(let out):
             try sink.commit(to: out)
             committed = true
-            printError(TerminalText.escaped(summary.render(destination: "written to \(out)"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "written to \(out)", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
         case .kafka(let config, let timeout, let topic):
-            printError(TerminalText.escaped(summary.render(destination: "converted"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate); publishing to \(topic)")
             try sink.close()
             let staged = try Files.input(sink.path, mapping: false)

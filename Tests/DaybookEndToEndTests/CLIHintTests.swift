@@ -17,4 +17,13 @@ import Testing
         // The library's words, then the executable's hint.
         #expect(r.stderr.contains("topic no-such-topic does not exist; create it with 'daybook topics'"), "\(r.stderr)")
     }
+
+    @Test func aDataDirectoryThatIsAFileGetsTheOptionToGive() throws {
+        let file = scratch.newPath("not-a-directory")
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        let r = try Daybook.run(["totals", "--data", file])
+        #expect(r.status == 66, "\(r.stderr)")
+        // The store says "open the data directory the projector writes"; the executable names --data.
+        #expect(r.stderr.contains("\(file): not a directory; give the --data directory the projector writes"), "\(r.stderr)")
+    }
 }
