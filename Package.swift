@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "DaybookConfiguration", targets: ["DaybookConfiguration"]),
         .library(name: "DaybookFiles", targets: ["DaybookFiles"]),
         .library(name: "DaybookPublish", targets: ["DaybookPublish"]),
+        .library(name: "DaybookBench", targets: ["DaybookBench"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
@@ -49,7 +50,13 @@ let package = Package(
         // Events → Kafka, for ingestion services and every command that publishes: the
         // validating, keyed, accounted EventPublisher. No SQLite: an ingestion service needs none.
         .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish"]),
+        // The benchmarks: the pipeline bench (the daybook binary's broker, publish and project
+        // as child processes beside kcat; their counts read from their metrics files), the
+        // core bench in process, and the realistic log both use (SyntheticLog).
+        .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
+        // The command line: parses arguments, calls a library, renders, maps typed errors to
+        // sysexits codes and adds the CLI hints (the options and commands that fix them).
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
@@ -64,7 +71,7 @@ let package = Package(
         // process against EmbeddedBroker over TCP, into real shard files.
         .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
-        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"],
+        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookBench", "daybook", "DaybookTestSupport"],
                     exclude: ["Fixtures"]),
     ]
 )

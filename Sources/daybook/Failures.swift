@@ -49,6 +49,8 @@ extension CLIError {
             self.init(code: ExitCode.config, message: "\(e)")
         case let e as FileWriteError:
             self.init(code: ExitCode.ioError, message: "\(e)")
+        case let e as ScratchDirectoryError:
+            self.init(code: ExitCode.ioError, message: "\(e)")
         case let e as ConfigurationFileError:
             // A file that is not there or cannot be read is a missing input (66); one that
             // says something wrong is a configuration error (78).

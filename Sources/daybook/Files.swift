@@ -309,33 +309,3 @@ struct OutputBuffer {
 func printError(_ s: String, newline: Bool = true) {
     FileHandle.standardError.write(Data((newline ? s + "\n" : s).utf8))
 }
-
-/// A private directory for one run's temporary files (rollup's temporary store, import's
-/// staging, the bench's work directory): `$TMPDIR/daybook-UID/PREFIX.tmp-PID`, removed by
-/// `remove()`. A run killed before it could remove its own (kill -9) leaves it there, and
-/// the next run with the same prefix removes every one whose process is gone
-/// (`TemporaryName`, as verify does for its `.tmp-PID` in the data directory).
-struct ScratchDirectory {
-    let path: String
-
-    init(prefix: String) throws {
-        let base = FileManager.default.temporaryDirectory.path + "/daybook-\(getuid())"
-        func failure(_ what: String) -> CLIError {
-            CLIError(code: ExitCode.ioError, message: "cannot create a temporary directory in \(base): \(what) (set TMPDIR to a directory of yours with space)")
-        }
-        if mkdir(base, 0o700) != 0, errno != EEXIST { throw failure(String(cString: strerror(errno))) }
-        // Shared /tmp: the directory must be this user's own, not one someone else made for us.
-        var info = stat()
-        guard lstat(base, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
-        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
-            throw failure("it is not a directory of this user's, with access for no one else; remove it")
-        }
-        TemporaryName.removeOrphans(in: base, prefix: prefix)
-        let path = base + "/" + TemporaryName.mine(prefix: prefix)
-        try? FileManager.default.removeItem(atPath: path) // a killed run's that had this process id
-        guard mkdir(path, 0o700) == 0 else { throw failure(String(cString: strerror(errno))) }
-        self.path = path
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
