@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DaybookFiles", targets: ["DaybookFiles"]),
         .library(name: "DaybookPublish", targets: ["DaybookPublish"]),
         .library(name: "DaybookBench", targets: ["DaybookBench"]),
+        .library(name: "DaybookImportFiles", targets: ["DaybookImportFiles"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
@@ -44,6 +45,10 @@ let package = Package(
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
+        // Apple Health exports from files: export.xml, standard input, or export.zip through an
+        // unzip child (ExportInput), and the import loop that feeds DaybookImport's pure
+        // importer and hands each event line on (AppleHealthImport). No Kafka, no SQLite.
+        .target(name: "DaybookImportFiles", dependencies: ["DaybookImport"]),
         // config/daybook.json read and checked into typed settings (priority, Kafka, state,
         // freshness); errors name the member. Used by the executable and the fuzz target.
         .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
@@ -56,7 +61,7 @@ let package = Package(
         .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
@@ -66,7 +71,7 @@ let package = Package(
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
-        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookCore", "DaybookTestSupport"]),
         // The projector, rebuild, verify, diff, replay, the publisher and dead-letter replay in
         // process against EmbeddedBroker over TCP, into real shard files.
         .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
