@@ -27,8 +27,9 @@ let package = Package(
         .target(name: "DaybookKafka", dependencies: ["CRdKafka", "DaybookLog"]),
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
-        // Files replaced whole or not at all (AtomicFile) and buffered writes that fail loudly
-        // (CheckedWriter, for standard output). No dependencies.
+        // Files replaced whole or not at all (AtomicFile), buffered writes that fail loudly
+        // (CheckedWriter, for standard output), and lines read from a mapped file or a stream
+        // through one splitter (LineInput). No dependencies.
         .target(name: "DaybookFiles"),
         // The Prometheus text format and the metrics file node_exporter's textfile collector
         // reads (written with DaybookFiles' AtomicFile).

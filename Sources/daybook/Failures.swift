@@ -51,6 +51,8 @@ extension CLIError {
             self.init(code: ExitCode.ioError, message: "\(e)")
         case let e as ScratchDirectoryError:
             self.init(code: ExitCode.ioError, message: "\(e)")
+        case let e as InputFileError:
+            self.init(code: ExitCode.noInput, message: "\(e)")
         case let e as ConfigurationFileError:
             // A file that is not there or cannot be read is a missing input (66); one that
             // says something wrong is a configuration error (78).
