@@ -18,8 +18,8 @@ let package = Package(
         .library(name: "DaybookImportFiles", targets: ["DaybookImportFiles"]),
     ],
     targets: [
-        // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
-        // totals day rules (a row, no data, unknown). No I/O.
+        // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
+        // policy (page-fraction overrides), the totals day rules (a row, no data, unknown). No I/O.
         .target(name: "DaybookCore"),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
@@ -41,7 +41,8 @@ let package = Package(
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too; and
-        // dead-letter replay (republished through DaybookPublish, marked in the shards).
+        // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
+        // report's Prometheus series (StaleMetrics).
         .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
