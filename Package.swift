@@ -50,7 +50,7 @@ let package = Package(
         // Apple Health exports from files: export.xml, standard input, or export.zip through an
         // unzip child (ExportInput), and the import loop that feeds DaybookImport's pure
         // importer and hands each event line on (AppleHealthImport). No Kafka, no SQLite.
-        .target(name: "DaybookImportFiles", dependencies: ["DaybookImport"]),
+        .target(name: "DaybookImportFiles", dependencies: ["DaybookImport", "DaybookFiles"]),
         // config/daybook.json read and checked into typed settings (priority, Kafka, state,
         // freshness); errors name the member. Used by the executable and the fuzz target.
         .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),

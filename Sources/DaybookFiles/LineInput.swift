@@ -265,8 +265,8 @@ public struct InputFileError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String { errno == ENOENT ? "\(path): no such file" : "\(path): cannot be read: \(reason)" }
 
-    /// The errno behind a Foundation file error (EIO when it names none).
-    static func errno(of error: any Error) -> Int32 {
+    /// The errno behind a Foundation file or process error (EIO when it names none).
+    public static func errno(of error: any Error) -> Int32 {
         let ns = error as NSError
         if ns.domain == NSPOSIXErrorDomain { return Int32(ns.code) }
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain { return Int32(underlying.code) }

@@ -1,3 +1,4 @@
+import DaybookFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -97,7 +98,7 @@ public final class ExportInput {
         }
         let listing: (status: Int32, output: String, errors: String)
         do { listing = try run(unzip, ["-l", path]) } catch {
-            throw ExportInputError(path: path, kind: .unzipCannotRun(reason: reason(error)))
+            throw ExportInputError(path: path, kind: .unzipCannotRun(reason: strerror(InputFileError.errno(of: error))))
         }
         guard listing.status == 0 else {
             throw ExportInputError(path: path, kind: .notAZip(reason: "unzip -l: " + listing.errors.trimmingCharacters(in: .whitespacesAndNewlines)))
@@ -123,7 +124,7 @@ public final class ExportInput {
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         do { try process.run() } catch {
-            throw ExportInputError(path: path, kind: .unzipCannotRun(reason: reason(error)))
+            throw ExportInputError(path: path, kind: .unzipCannotRun(reason: strerror(InputFileError.errno(of: error))))
         }
         return ExportInput(name: "\(path) (\(entry.name))", total: entry.length, fd: output.fileHandleForReading.fileDescriptor,
                            ownsDescriptor: false, unzip: process, unzipErrors: errors)
@@ -145,16 +146,6 @@ public final class ExportInput {
     }
 
     static func strerror(_ code: Int32) -> String { String(cString: Glibc.strerror(code)) }
-
-    /// The system's reason for a failed spawn (Foundation wraps the errno).
-    static func reason(_ error: any Error) -> String {
-        let ns = error as NSError
-        if ns.domain == NSPOSIXErrorDomain { return strerror(Int32(ns.code)) }
-        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return strerror(Int32(underlying.code))
-        }
-        return "\(error)"
-    }
 }
 
 /// An export that cannot be read: the path and what is wrong with it.
