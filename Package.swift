@@ -55,8 +55,9 @@ let package = Package(
         // freshness); errors name the member. Used by the executable and the fuzz target.
         .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
         // Events → Kafka, for ingestion services and every command that publishes: the
-        // validating, keyed, accounted EventPublisher. No SQLite: an ingestion service needs none.
-        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog"]),
+        // validating, keyed, accounted EventPublisher; files of event lines decoded on all
+        // cores and published line by line (EventLines). No SQLite: an ingestion service needs none.
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
         // The benchmarks: the pipeline bench (the daybook binary's broker, publish and project
         // as child processes beside kcat; their counts read from their metrics files), the
         // core bench in process, and the realistic log both use (SyntheticLog).
@@ -76,7 +77,7 @@ let package = Package(
         .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookCore", "DaybookTestSupport"]),
         // The projector, rebuild, verify, diff, replay, the publisher and dead-letter replay in
         // process against EmbeddedBroker over TCP, into real shard files.
-        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookFiles", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
         .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookBench", "daybook", "DaybookTestSupport"],
                     exclude: ["Fixtures"]),

@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookFiles
+import DaybookPublish
 import DaybookStore
 import Foundation
 
@@ -26,32 +27,9 @@ enum Files {
         try LineInput.forEachBatch(input, maximumLineBytes: maximumLineBytes, body)
     }
 
-    /// Decodes every non-blank line, on all cores, calling `body` in line order with each
-    /// line's number, bytes and event (or rejection). Work goes in batches so memory stays flat.
+    /// `EventLines.forEach`: every non-blank line decoded on all cores, in line order.
     static func forEachEvent(_ input: Input, _ body: (Int, UnsafeBufferPointer<UInt8>, Result<Event, EventError>) throws -> Void) throws {
-        let decoder = EventDecoder()
-        let tooLong = EventError.lineTooLong(limit: maximumLineBytes)
-        try forEachBatch(input) { lines in
-            let results = UnsafeMutableBufferPointer<Result<Event, EventError>>.allocate(capacity: lines.count)
-            defer { results.deallocate() }
-            let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
-            nonisolated(unsafe) let snapshot = lines
-            let per = (snapshot.count + workers - 1) / workers
-            nonisolated(unsafe) let out = results
-            DispatchQueue.concurrentPerform(iterations: workers) { w in
-                for i in (w * per)..<min(snapshot.count, (w + 1) * per) {
-                    guard let bytes = snapshot[i].bytes else {
-                        out.initializeElement(at: i, to: .failure(tooLong))
-                        continue
-                    }
-                    out.initializeElement(at: i, to: Result { () throws(EventError) in try decoder.decode(bytes) })
-                }
-            }
-            defer { _ = results.deinitialize() }
-            for i in lines.indices {
-                try body(lines[i].number, lines[i].bytes ?? UnsafeBufferPointer(start: nil, count: 0), results[i])
-            }
-        }
+        try EventLines.forEach(input, body)
     }
 }
 
