@@ -14,10 +14,12 @@ let package = Package(
         .library(name: "DaybookConfiguration", targets: ["DaybookConfiguration"]),
         .library(name: "DaybookFiles", targets: ["DaybookFiles"]),
         .library(name: "DaybookPublish", targets: ["DaybookPublish"]),
+        .library(name: "DaybookBench", targets: ["DaybookBench"]),
+        .library(name: "DaybookImportFiles", targets: ["DaybookImportFiles"]),
     ],
     targets: [
-        // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement, the
-        // totals day rules (a row, no data, unknown). No I/O.
+        // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
+        // policy (page-fraction overrides), the totals day rules (a row, no data, unknown). No I/O.
         .target(name: "DaybookCore"),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
@@ -25,8 +27,9 @@ let package = Package(
         .target(name: "DaybookKafka", dependencies: ["CRdKafka", "DaybookLog"]),
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
-        // Files replaced whole or not at all (AtomicFile) and buffered writes that fail loudly
-        // (CheckedWriter, for standard output). No dependencies.
+        // Files replaced whole or not at all (AtomicFile), buffered writes that fail loudly
+        // (CheckedWriter, for standard output), and lines read from a mapped file or a stream
+        // through one splitter (LineInput). No dependencies.
         .target(name: "DaybookFiles"),
         // The Prometheus text format and the metrics file node_exporter's textfile collector
         // reads (written with DaybookFiles' AtomicFile).
@@ -38,18 +41,30 @@ let package = Package(
         .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too; and
-        // dead-letter replay (republished through DaybookPublish, marked in the shards).
+        // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
+        // report's Prometheus series (StaleMetrics).
         .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
+        // Apple Health exports from files: export.xml, standard input, or export.zip through an
+        // unzip child (ExportInput), and the import loop that feeds DaybookImport's pure
+        // importer and hands each event line on (AppleHealthImport). No Kafka, no SQLite.
+        .target(name: "DaybookImportFiles", dependencies: ["DaybookImport", "DaybookFiles"]),
         // config/daybook.json read and checked into typed settings (priority, Kafka, state,
         // freshness); errors name the member. Used by the executable and the fuzz target.
         .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
         // Events → Kafka, for ingestion services and every command that publishes: the
-        // validating, keyed, accounted EventPublisher. No SQLite: an ingestion service needs none.
-        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog"]),
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish"]),
+        // validating, keyed, accounted EventPublisher; files of event lines decoded on all
+        // cores and published line by line (EventLines). No SQLite: an ingestion service needs none.
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
+        // The benchmarks: the pipeline bench (the daybook binary's broker, publish and project
+        // as child processes beside kcat; their counts read from their metrics files), the
+        // core bench in process, and the realistic log both use (SyntheticLog).
+        .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
+        // The command line: parses arguments, calls a library, renders, maps typed errors to
+        // sysexits codes and adds the CLI hints (the options and commands that fix them).
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
@@ -59,12 +74,12 @@ let package = Package(
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
-        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookCore", "DaybookTestSupport"]),
         // The projector, rebuild, verify, diff, replay, the publisher and dead-letter replay in
         // process against EmbeddedBroker over TCP, into real shard files.
-        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookFiles", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
-        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "daybook", "DaybookTestSupport"],
+        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookBench", "daybook", "DaybookTestSupport"],
                     exclude: ["Fixtures"]),
     ]
 )

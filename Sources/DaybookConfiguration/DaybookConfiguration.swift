@@ -83,7 +83,7 @@ public struct DaybookConfiguration: Sendable {
             case "partitioner":
                 let name = try string(value, path)
                 guard let partitioner = Partitioner(rawValue: name) else {
-                    throw ConfigurationError(field: path, message: "\(JSONWriter.quoted(name)) is not a partitioner Daybook can check; use \(Partitioner.allCases.map(\.rawValue).joined(separator: " or ")) (the one every producer of the topic uses: murmur2_random for Java clients and daybook publish, consistent_random for librdkafka's default)")
+                    throw ConfigurationError(field: path, message: "\(JSONWriter.quoted(name)) is not a partitioner Daybook can check; use \(Partitioner.allCases.map(\.rawValue).joined(separator: " or ")) (the one every producer of the topic uses: murmur2_random for Java clients and Daybook's EventPublisher, consistent_random for librdkafka's default)")
                 }
                 producer.partitioner = partitioner
             case "properties":
@@ -105,7 +105,7 @@ public struct DaybookConfiguration: Sendable {
                     }
                     guard let environment else { continue }
                     guard let secret = environment[variable], !secret.isEmpty else {
-                        throw ConfigurationError(field: "\(path).\(k)", message: "the environment variable it names is not set (or empty): export it before running daybook (the name is not shown here, in case it is the secret itself)")
+                        throw ConfigurationError(field: "\(path).\(k)", message: "the environment variable it names is not set (or empty): export it before starting (the name is not shown here, in case it is the secret itself)")
                     }
                     connection.secrets[k] = secret
                 }

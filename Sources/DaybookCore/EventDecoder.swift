@@ -53,6 +53,32 @@ public struct EventDecoder: Sendable {
         return try result.get()
     }
 
+    /// Decodes a batch of lines on up to 8 cores, in order: one result per line, a nil line
+    /// (longer than `lineLimit`, not kept) refused as `lineTooLong`.
+    ///
+    /// Complexity: O(total bytes), spread over the cores.
+    public func decode(batch lines: [UnsafeBufferPointer<UInt8>?], lineLimit: Int) -> [Result<Event, EventError>] {
+        let tooLong = EventError.lineTooLong(limit: lineLimit)
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        let per = (lines.count + workers - 1) / workers
+        return [Result<Event, EventError>](unsafeUninitializedCapacity: lines.count) { buffer, count in
+            guard let base = buffer.baseAddress else { return }
+            // Each worker initializes its own slice of the buffer; the bytes outlive the call.
+            nonisolated(unsafe) let out = base
+            nonisolated(unsafe) let snapshot = lines
+            DispatchQueue.concurrentPerform(iterations: workers) { w in
+                for i in (w * per)..<min(snapshot.count, (w + 1) * per) {
+                    guard let bytes = snapshot[i] else {
+                        (out + i).initialize(to: .failure(tooLong))
+                        continue
+                    }
+                    (out + i).initialize(to: Result { () throws(EventError) in try decode(bytes) })
+                }
+            }
+            count = lines.count
+        }
+    }
+
     public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(EventError) -> Event {
         // Well-formed events of the usual shape are read without building a tree; anything
         // else (including every invalid line) goes the general way, which names the fault.

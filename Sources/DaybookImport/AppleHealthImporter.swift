@@ -78,13 +78,13 @@ public struct AppleHealthImporter {
 
     /// Checks the options: the user must be a non-empty NFC id, the zone an IANA name.
     public init(options: Options) throws(ImportOptionError) {
-        guard !options.user.isEmpty else { throw ImportOptionError(message: "--user must not be empty") }
+        guard !options.user.isEmpty else { throw ImportOptionError(.emptyUser) }
         guard options.user.utf8.elementsEqual(options.user.precomposedStringWithCanonicalMapping.utf8) else {
-            throw ImportOptionError(message: "--user is not in Unicode NFC; ids are compared byte for byte, so normalize it (NFC)")
+            throw ImportOptionError(.userNotNFC(options.user))
         }
         if let zone = options.zone {
             guard let rules = ZoneRules.named(zone) else {
-                throw ImportOptionError(message: "--zone \(JSONWriter.quoted(zone)) is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
+                throw ImportOptionError(.unknownZone(zone))
             }
             defaultRules = rules
         } else {
@@ -253,6 +253,38 @@ public struct AppleHealthImporter {
     }
 }
 
-public struct ImportOptionError: Error, Equatable, Sendable {
-    public var message: String
+/// An `AppleHealthImporter.Options` the importer refuses, by the option at fault.
+public struct ImportOptionError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: Equatable, Sendable {
+        /// `Options.user` is empty.
+        case emptyUser
+        /// `Options.user` (given) is not in Unicode NFC.
+        case userNotNFC(String)
+        /// `Options.zone` (given) is not an IANA time zone name.
+        case unknownZone(String)
+    }
+
+    public var kind: Kind
+
+    public init(_ kind: Kind) { self.kind = kind }
+
+    /// What is wrong, in this library's terms; `reason` is the same without naming the option.
+    public var message: String {
+        switch kind {
+        case .emptyUser: "the user id " + reason
+        case .userNotNFC: "the user id " + reason
+        case .unknownZone(let zone): "the default zone \(JSONWriter.quoted(zone)) " + reason
+        }
+    }
+
+    /// Why the value is refused and how to fix it, for a caller that names the option itself.
+    public var reason: String {
+        switch kind {
+        case .emptyUser: "must not be empty"
+        case .userNotNFC: "is not in Unicode NFC; ids are compared byte for byte, so normalize it (NFC)"
+        case .unknownZone: "is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)"
+        }
+    }
+
+    public var description: String { message }
 }

@@ -45,7 +45,10 @@ public struct ImportSummary: Equatable, Sendable {
     }
 
     public struct SourceClues: Equatable, Sendable {
+        /// The built-in clues that decided the source ("model:Watch", "HKWasUserEntered").
         public var clues: Set<String> = []
+        /// The source-map rules that decided it, as `field:text` ("version:10.2").
+        public var rules: Set<String> = []
         /// Up to five `"name" version` examples, in order of first appearance.
         public var examples: [String] = []
     }
@@ -61,12 +64,15 @@ public struct ImportSummary: Equatable, Sendable {
         }
     }
 
-    mutating func count(_ s: Sample, zoneFromMetadata: Bool, clue: String, sourceName: String, sourceVersion: String?) {
+    mutating func count(_ s: Sample, zoneFromMetadata: Bool, clue: SourceMap.Clue, sourceName: String, sourceVersion: String?) {
         events += 1
         byMetric[s.metric, default: [:]][s.source, default: 0] += 1
         if zoneFromMetadata { zones[s.zone, default: ZoneUse()].fromMetadata += 1 } else { zones[s.zone, default: ZoneUse()].fromOption += 1 }
         // In place: a copy of the entry would copy its set on every record.
-        sources[s.source, default: SourceClues()].clues.insert(clue)
+        switch clue {
+        case .rule(let rule): sources[s.source, default: SourceClues()].rules.insert(rule)
+        case .builtIn(let text): sources[s.source, default: SourceClues()].clues.insert(text)
+        }
         if sources[s.source, default: SourceClues()].examples.count < 5 {
             let example = JSONWriter.quoted(sourceName) + (sourceVersion.map { " " + $0 } ?? "")
             if sources[s.source]?.examples.contains(example) == false { sources[s.source]?.examples.append(example) }
@@ -75,8 +81,25 @@ public struct ImportSummary: Equatable, Sendable {
         if latest.map({ s.end > $0 }) ?? true { latest = s.end }
     }
 
-    /// The summary for people, one fact per line; `destination` says where the events went.
-    public func render(destination: String) -> String {
+    /// What `render` calls the two options a caller gave the importer: a command line names
+    /// them by its flags.
+    public struct Names: Sendable {
+        /// `Options.zone`, the zone of records without `HKTimeZone` ("default zone").
+        public var defaultZone: String
+        /// A rule of `Options.sourceMap` ("source map").
+        public var sourceMapRule: String
+
+        public init(defaultZone: String, sourceMapRule: String) {
+            self.defaultZone = defaultZone
+            self.sourceMapRule = sourceMapRule
+        }
+
+        public static let library = Names(defaultZone: "default zone", sourceMapRule: "source map")
+    }
+
+    /// The summary for people, one fact per line; `destination` says where the events went,
+    /// `names` what the options are called.
+    public func render(destination: String, names: Names = .library) -> String {
         var lines: [String] = []
         let skippedOther = otherTypes.values.reduce(0, +)
         lines.append("\(NumberText.grouped(records)) records read: \(NumberText.grouped(events)) events \(destination), \(NumberText.grouped(skippedOther)) of other types skipped, \(NumberText.grouped(rejectedCount)) rejected\(missingZone > 0 ? ", \(NumberText.grouped(missingZone)) without a zone" : "")")
@@ -87,7 +110,8 @@ public struct ImportSummary: Equatable, Sendable {
             lines.append("  \(metric.rawValue): \(NumberText.grouped(total)) (\(parts.joined(separator: ", ")))")
         }
         for (source, clue) in sources.sorted(by: { $0.key < $1.key }) {
-            lines.append("  source \(source) ← \(clue.clues.sorted().joined(separator: ", ")): \(clue.examples.joined(separator: "; "))")
+            let decided = clue.rules.sorted().map { "\(names.sourceMapRule) \($0)" } + clue.clues.sorted()
+            lines.append("  source \(source) ← \(decided.joined(separator: ", ")): \(clue.examples.joined(separator: "; "))")
         }
         if !otherTypes.isEmpty {
             let top = otherTypes.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
@@ -101,14 +125,14 @@ public struct ImportSummary: Equatable, Sendable {
             let parts = zones.sorted { $0.key < $1.key }.map { zone, use -> String in
                 var from: [String] = []
                 if use.fromMetadata > 0 { from.append("HKTimeZone \(NumberText.grouped(use.fromMetadata))") }
-                if use.fromOption > 0 { from.append("--zone \(NumberText.grouped(use.fromOption))") }
+                if use.fromOption > 0 { from.append("\(names.defaultZone) \(NumberText.grouped(use.fromOption))") }
                 return "\(zone) (\(from.joined(separator: ", ")))"
             }
             lines.append("zones: \(parts.joined(separator: "; "))")
         }
         if !unusableTimeZones.isEmpty {
             let parts = unusableTimeZones.sorted { $0.key < $1.key }.map { "\(JSONWriter.quoted($0.key)) \(NumberText.grouped($0.value))" }
-            lines.append("HKTimeZone values that are not IANA zones (used --zone instead): \(parts.joined(separator: ", "))")
+            lines.append("HKTimeZone values that are not IANA zones (used \(names.defaultZone) instead): \(parts.joined(separator: ", "))")
         }
         lines.append("ids: \(NumberText.grouped(idsFromMetadata)) from HKExternalUUID/HKMetadataKeySyncIdentifier, the rest derived from each record's fields; \(NumberText.grouped(repeatedRecords)) records repeat an earlier one exactly and are numbered by occurrence")
         lines.append("versions: \(NumberText.grouped(versionsFromMetadata)) events from HKMetadataKeySyncVersion, the rest from creationDate; \(NumberText.grouped(collapsedRecords)) records collapsed into a higher (or, on a tie, later) version of their id")

@@ -49,9 +49,16 @@ public struct SourceMap: Sendable {
         return .success(Rule(field: field, text: text, source: source))
     }
 
-    /// The record's source and the clue that decided it ("model:Watch", "--source-map version:10.2").
-    func source(name: String, version: String?, device: String?, userEntered: Bool) -> (source: String, clue: String) {
-        if userEntered { return ("manual", "HKWasUserEntered") }
+    /// What decided a record's source: one of the map's rules (`field:text`, "version:10.2")
+    /// or a built-in clue ("model:Watch").
+    public enum Clue: Equatable, Sendable {
+        case rule(String)
+        case builtIn(String)
+    }
+
+    /// The record's source and the clue that decided it.
+    func source(name: String, version: String?, device: String?, userEntered: Bool) -> (source: String, clue: Clue) {
+        if userEntered { return ("manual", .builtIn("HKWasUserEntered")) }
         for r in rules {
             let hit: Bool
             switch r.field {
@@ -59,12 +66,12 @@ public struct SourceMap: Sendable {
             case .version: hit = version == r.text
             case .model: hit = SourceMap.model(of: device) == r.text
             }
-            if hit { return (r.source, "--source-map \(r.field.rawValue):\(r.text)") }
+            if hit { return (r.source, .rule("\(r.field.rawValue):\(r.text)")) }
         }
         switch SourceMap.model(of: device) {
-        case "Watch"?: return ("watch", "model:Watch")
-        case "iPhone"?: return ("phone", "model:iPhone")
-        default: return (SourceMap.slug(name), "sourceName")
+        case "Watch"?: return ("watch", .builtIn("model:Watch"))
+        case "iPhone"?: return ("phone", .builtIn("model:iPhone"))
+        default: return (SourceMap.slug(name), .builtIn("sourceName"))
         }
     }
 

@@ -100,7 +100,7 @@ final class PartitionWorker {
         guard home != partition.partition else { return nil }
         return "user \(JSONWriter.quoted(user)) belongs in partition \(home) of \(partition.topic) under \(placement.partitioner.rawValue) " +
             "(\(placement.count) partitions), but this event sits in partition \(partition.partition): its rows would be split over two shards. " +
-            "Publish with the producers' partitioner (kafka.partitioner); daybook dlq replay republishes it to partition \(home)"
+            "Publish with the producers' partitioner (kafka.partitioner); dead-letter replay republishes it to partition \(home)"
     }
 
     /// Decodes `messages` (in offset order) into the staged batch; skips what the shard or

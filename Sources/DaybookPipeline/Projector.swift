@@ -122,6 +122,8 @@ public struct ProjectorError: Error, CustomStringConvertible {
     public var message: String
     /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
     public var shardKind: Shard.ShardError.Kind? = nil
+    /// For `.shard`: the facts of the shard's refusal, when the store gave them.
+    public var shardDetail: Shard.ShardError.Detail? = nil
     /// For `.badRequest`: the partition asked for that the topic does not have.
     public var partition: Int32? = nil
     /// What was refused, in fields, for a caller that words the next step its own way
@@ -739,7 +741,7 @@ public final class Projector: RebalanceHandler {
             let advice = e.isStorageFault ? " Fix the storage (space, permissions), then restart: no offset moved past an unapplied event." : ""
             return ProjectorError(kind: .storage, message: "\(e)\(advice)")
         }
-        if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message, shardKind: e.kind) }
+        if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message, shardKind: e.kind, shardDetail: e.detail) }
         if let e = error as? KafkaError { return ProjectorError(kind: .kafka, message: "\(e)") }
         return ProjectorError(kind: .storage, message: "\(error)")
     }

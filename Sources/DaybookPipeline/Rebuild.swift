@@ -182,7 +182,7 @@ public final class Rebuilder {
         let generation = DataLayout.generationNumber(stagingName) ?? layout.generation + 1
         let scope = request.partitions.map { "partitions " + $0.sorted().map(String.init).joined(separator: ", ") } ?? "all partitions"
         try DataLayout.writeManifest(DataLayout.manifestText(generation: generation, priority: request.priority, shards: shards,
-                                                             note: "daybook rebuild of \(scope), \(Self.timestamp())"), in: dir)
+                                                             note: "rebuild of \(scope), \(Self.timestamp())"), in: dir)
         unlink(stagingPath + "/" + Self.planFile)
         return RebuildSummary(generation: stagingName, resumed: resumed, offsets: offsets, applied: summary.applied,
                               deadLetters: summary.deadLetters, seconds: (ContinuousClock.now - started).inSeconds,

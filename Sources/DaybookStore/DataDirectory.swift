@@ -76,7 +76,8 @@ public struct DataLayout: Sendable {
             throw Shard.ShardError(.missingDirectory, "\(directory): no such data directory")
         }
         guard isDirectory.boolValue else {
-            throw Shard.ShardError(.missingDirectory, "\(directory): not a directory; give the --data directory the projector writes")
+            throw Shard.ShardError(.missingDirectory, "\(directory): not a directory; open the data directory the projector writes",
+                                   detail: .notADirectory(directory: directory))
         }
         try checkNotInside(directory)
         let manifestPath = directory + "/" + manifestName
@@ -122,10 +123,12 @@ public struct DataLayout: Sendable {
         let parentIsData = fm.fileExists(atPath: parent + "/" + manifestName) || fm.fileExists(atPath: parent + "/rebuild.lock")
         guard parentIsData else { return }
         if generationNumber(name) != nil, !fm.fileExists(atPath: url.path + "/rebuild.json") {
-            throw Shard.ShardError(.missingDirectory, "\(directory) is a generation of the data directory \(parent), not a data directory: give --data \(parent) (its manifest says which generation each shard is in)")
+            throw Shard.ShardError(.missingDirectory, "\(directory) is a generation of the data directory \(parent), not a data directory: open \(parent) instead (its manifest says which generation each shard is in)",
+                                   detail: .generation(directory: directory, parent: parent))
         }
         if name.hasPrefix(".tmp-"), name != TemporaryName.mine() {
-            throw Shard.ShardError(.missingDirectory, "\(directory) is a temporary directory of a verify or diff in \(parent), not a data directory: give --data \(parent)")
+            throw Shard.ShardError(.missingDirectory, "\(directory) is a temporary directory of a verify or diff in \(parent), not a data directory: open \(parent) instead",
+                                   detail: .comparisonDirectory(directory: directory, parent: parent))
         }
     }
 

@@ -182,12 +182,33 @@ public final class Shard {
         }
 
         public var kind: Kind
+        /// What went wrong and what to do, in this library's terms.
         public var message: String
+        /// The facts of the refusal, for a caller that words the next step its own way (a
+        /// command line names its options); nil where `message` says all there is.
+        public var detail: Detail?
         public var description: String { message }
 
-        public init(_ kind: Kind, _ message: String) {
+        public enum Detail: Sendable, Equatable {
+            /// Another process holds the lock on the shard at `path`; waited `waited`.
+            case held(path: String, waited: Duration)
+            /// The manifest of `directory` names the shard at `path`, which is not there.
+            case missingShard(path: String, directory: String)
+            /// `directory` exists but is a file, not a data directory.
+            case notADirectory(directory: String)
+            /// `directory` is a generation of the data directory `parent`.
+            case generation(directory: String, parent: String)
+            /// `directory` is a verify's or diff's temporary directory inside `parent`.
+            case comparisonDirectory(directory: String, parent: String)
+            /// The day `key` has rows in `first` and `second`, shards of the data directory
+            /// `directory`.
+            case splitUser(key: DayKey, first: String, second: String, directory: String)
+        }
+
+        public init(_ kind: Kind, _ message: String, detail: Detail? = nil) {
             self.kind = kind
             self.message = message
+            self.detail = detail
         }
     }
 
@@ -200,7 +221,8 @@ public final class Shard {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK, ContinuousClock.now < deadline else {
                 close(fd)
-                throw ShardError(.locked, "\(path): another projector holds this shard (waited \(timeout)); stop it or use another --data directory")
+                throw ShardError(.locked, "\(path): another projector holds this shard (waited \(timeout)); stop it or use another data directory",
+                                 detail: .held(path: path, waited: timeout))
             }
             usleep(50_000)
         }

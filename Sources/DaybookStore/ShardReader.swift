@@ -21,7 +21,8 @@ public struct ShardReader: Sendable {
         let advice = "Move it out of \(directory) (the projector rebuilds a missing shard from the log)."
         guard FileManager.default.fileExists(atPath: path) else {
             // Listed by the manifest, or removed between listing and opening.
-            throw Shard.ShardError(.notAShard, "\(path) is missing, though \(directory)/\(DataLayout.manifestName) names it (removed by hand?): its rows cannot be read. Rebuild it from the log: daybook rebuild --data \(directory) --partition P")
+            throw Shard.ShardError(.notAShard, "\(path) is missing, though \(directory)/\(DataLayout.manifestName) names it (removed by hand?): its rows cannot be read. Rebuild its partition from the log (Rebuilder).",
+                                   detail: .missingShard(path: path, directory: directory))
         }
         do {
             let db = try Database(path: path, readOnly: true)
@@ -74,10 +75,10 @@ public struct ShardReader: Sendable {
         return Shard.ShardError(.splitUser, """
             user \(JSONWriter.quoted(key.user)) has a \(key.metric.rawValue) row for \(key.day) in two shards, \(first) and \(second): \
             the user's events were published to two partitions (a producer with another partitioner than kafka.partitioner), \
-            so neither row is the day's total and none is printed. Rebuild (daybook rebuild --data \(directory)): the misplaced \
-            events become dead letters with code wrong_partition, and daybook dlq replay --data \(directory) republishes them \
-            to the partition they belong in.
-            """)
+            so neither row is the day's total and none is printed. Rebuild the projection of \(directory) from the log: the \
+            misplaced events become dead letters with code wrong_partition, and dead-letter replay republishes them to the \
+            partition they belong in.
+            """, detail: .splitUser(key: key, first: first, second: second, directory: directory))
     }
 
     /// Every matching row of the one shard at `path`, in (user, metric, day) order, one at a

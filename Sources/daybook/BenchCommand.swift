@@ -1,8 +1,10 @@
+import DaybookBench
 import DaybookCore
 import Foundation
 
-/// `daybook bench`: the pipeline benchmark (PipelineBench.swift); `bench core`: how fast the
-/// core resolves a realistic mix of samples; `bench generate`: that realistic log.
+/// `daybook bench`: the pipeline benchmark (DaybookBench's `PipelineBench`); `bench core`: how
+/// fast the core resolves a realistic mix of samples (`CoreBench`); `bench generate`: that
+/// realistic log (`SyntheticLog`).
 enum BenchCommand: Subcommand {
     static let name = "bench"
     static let abstract = "Measure throughput: the pipeline beside kcat (default), the core, or generate a log."
@@ -132,9 +134,18 @@ enum BenchCommand: Subcommand {
             settings.users = userCount
             settings.seed = seed
             settings.config = arguments.value("--config")
-            settings.jsonOnly = arguments.has("--json")
             do {
-                return try PipelineBench.run(settings)
+                let figures = try PipelineBench.run(settings, daybook: try PipelineBench.currentExecutable()) { printError("bench: " + $0) }
+                var out = OutputBuffer()
+                if !arguments.has("--json") {
+                    for line in BenchReport.table(figures, settings) { out.line(line) }
+                    out.line("")
+                }
+                out.line(BenchReport.jsonLine(figures, settings))
+                try out.flush()
+                return ExitCode.ok
+            } catch let error as BenchError {
+                throw CLIError(bench: error)
             } catch is BenchInterrupts.Interrupted {
                 // The children are stopped and the files removed (PipelineBench's clean-up).
                 printError("daybook bench: interrupted; stopped the children and removed the temporary files")
@@ -161,152 +172,31 @@ enum BenchCommand: Subcommand {
             return ExitCode.ok
         }
 
-        var t0 = Date()
-        var generator = SyntheticLog(seed: UInt64(seed))
-        let events = generator.events(samples: target, users: userCount)
-        let lines = events.map(\.jsonLine)
-        let bytes = lines.reduce(0) { $0 + $1.utf8.count + 1 }
-        print("generated \(events.count) events (\(bytes / 1_000_000) MB of JSON) for \(userCount) users in \(seconds(since: t0))")
-
-        t0 = Date()
-        let decoder = EventDecoder()
-        var decoded = 0
-        for line in lines where (try? decoder.decode(line)) != nil { decoded += 1 }
-        report("decode+validate", count: decoded, since: t0, unit: "events")
-
-        let ledger = Ledger()
-        t0 = Date()
-        for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
-        report("apply (index)", count: events.count, since: t0, unit: "events")
-
-        t0 = Date()
-        let totals = ledger.allTotals()
-        let resolveTime = Date().timeIntervalSince(t0)
-        report("resolve (dedupe + days)", count: ledger.liveSampleCount, since: t0, unit: "samples")
-
-        let applyAndResolve = Ledger()
-        t0 = Date()
-        for (i, e) in events.enumerated() { applyAndResolve.apply(e, at: Int64(i)) }
-        _ = applyAndResolve.allTotals()
-        report("apply + resolve", count: applyAndResolve.liveSampleCount, since: t0, unit: "samples")
-
-        // As the projector will: apply a batch, then recompute the union of its dirty days.
-        let incremental = Ledger()
-        t0 = Date()
-        var dirty = Set<DayKey>()
-        var recomputed = 0
-        for (i, e) in events.enumerated() {
-            dirty.formUnion(incremental.apply(e, at: Int64(i)))
-            if i % 5_000 == 4_999 || i == events.count - 1 {
-                recomputed += incremental.recompute(dirty).count
-                dirty.removeAll(keepingCapacity: true)
-            }
-        }
-        report("incremental (batches of 5000 events, \(recomputed) day recomputations)", count: events.count, since: t0, unit: "events")
-
-        print("rows: \(totals.count); resolve took \(String(format: "%.3f", resolveTime)) s")
+        CoreBench.run(samples: target, users: userCount, seed: seed) { print($0) }
         return ExitCode.ok
     }
-
-    static func seconds(since t0: Date) -> String { String(format: "%.2f s", Date().timeIntervalSince(t0)) }
-
-    static func report(_ what: String, count: Int, since t0: Date, unit: String) {
-        let elapsed = Date().timeIntervalSince(t0)
-        let rate = Double(count) / max(elapsed, 1e-9)
-        print("\(what): \(count) \(unit) in \(String(format: "%.3f", elapsed)) s = \(String(format: "%.0f", rate)) \(unit)/s")
-    }
 }
 
-/// A deterministic generator of realistic logs, for benchmarks and the bundled examples.
-struct SyntheticLog {
-    var rng: SplitMix64
-
-    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
-
-    /// The same events in the order a live stream delivers them: by sync hour (the hour a
-    /// sample ends; a deletion keeps the hour of the last sample of its uuid before it, a
-    /// check-in the hour of the event before it), users interleaved; within an hour, events
-    /// keep their order, so a deletion still follows the sample it deletes.
-    ///
-    /// Complexity: O(n log n) for n events.
-    static func arrivalOrder(_ events: [Event]) -> [Event] {
-        var hourOfUUID: [String: Int64] = [:]
-        var hours: [Int64] = []
-        hours.reserveCapacity(events.count)
-        var previous: Int64 = .min
-        for event in events {
-            let hour: Int64
-            switch event {
-            case .sampleAdded(let s):
-                hour = s.end.nanoseconds / (3_600 * 1_000_000_000)
-                hourOfUUID[s.uuid] = hour
-            case .sampleDeleted(_, let uuid):
-                hour = hourOfUUID[uuid] ?? previous
-            case .sourceCheckedIn:
-                hour = previous
-            }
-            hours.append(hour)
-            previous = hour
+extension CLIError {
+    /// A failed bench: a step's failure exits with its daybook child's own code (65-78),
+    /// anything else by what would fix it; the retention and configuration refusals name
+    /// the options that fix them.
+    init(bench error: BenchError) {
+        switch error.kind {
+        case .toolMissing, .brokerUnavailable:
+            self.init(code: ExitCode.unavailable, message: error.message)
+        case .unreadableConfiguration(let path, let reason):
+            self.init(code: ExitCode.noInput, message: "--config \(path): \(reason)")
+        case .retention(let step, let kept, let dropped, let events, let suggested):
+            self.init(code: ExitCode.logMismatch, message: """
+                after \(step) the embedded broker holds only \(kept) of \(events) events: its retention (each partition keeps \
+                its newest ~5 MiB / 100,000 message sets) dropped \(dropped). Run with more --partitions (e.g. --partitions \
+                \(suggested)) or fewer --events.
+                """)
+        case .stepFailed(let exitCode):
+            self.init(code: exitCode.flatMap { (65...78).contains($0) ? $0 : nil } ?? ExitCode.software, message: error.message)
+        case .failed:
+            self.init(code: ExitCode.software, message: error.message)
         }
-        // By (hour, index): a stable order, so a deletion (in its sample's hour, after it in
-        // the log) stays after its sample.
-        let order = events.indices.sorted { hours[$0] != hours[$1] ? hours[$0] < hours[$1] : $0 < $1 }
-        return order.map { events[$0] }
-    }
-
-    private static let zones = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "America/Santiago", "Europe/London"]
-
-    /// About `samples` events over `users` users, in log order, with a few deletions.
-    mutating func events(samples: Int, users: Int) -> [Event] {
-        var out: [Event] = []
-        out.reserveCapacity(samples + samples / 100)
-        // ~330 samples per user-day (see below); enough days to reach the target.
-        let perDay = 330
-        let days = max(1, samples / (perDay * users))
-        let firstDay = Int64(CivilDay(year: 2024, month: 3, day: 25).number)
-        for u in 0..<users {
-            let user = "user-\(u)"
-            let home = SyntheticLog.zones[u % SyntheticLog.zones.count]
-            for d in 0..<days {
-                let zone = (u % 10 == 0 && d % 7 == 3) ? SyntheticLog.zones[(u + 1) % SyntheticLog.zones.count] : home
-                let offset = Int64(ZoneRules.named(zone)?.offsetSeconds(at: Instant(seconds: (firstDay + Int64(d)) * 86_400)) ?? 0)
-                let dayStart = (firstDay + Int64(d)) * 86_400 - offset
-                var n = 0
-                func add(_ metric: Metric, _ source: String, _ s: Int64, _ e: Int64, _ v: Double) {
-                    n += 1
-                    out.append(.sampleAdded(Sample(
-                        user: user, uuid: "\(user)-\(d)-\(n)-\(source)", metric: metric, source: source,
-                        start: Instant(seconds: s), end: Instant(seconds: e), value: v, zone: zone)))
-                }
-                // Watch: 5-minute step and energy samples from 07:00 to 23:00 (~190 + 40).
-                var t = dayStart + 7 * 3600
-                while t < dayStart + 23 * 3600 {
-                    let len = Int64(240 + rng.below(120))
-                    add(.steps, "watch", t, t + len, Double(rng.below(600)))
-                    if rng.below(4) == 0 { add(.activeEnergy, "watch", t, t + len, Double(rng.below(300)) / 10) }
-                    t += len + Int64(rng.below(60))
-                }
-                // Phone: walking bouts overlapping the watch (~40 samples of steps and distance).
-                for _ in 0..<20 {
-                    let s = dayStart + 6 * 3600 + Int64(rng.below(17 * 3600))
-                    let len = Int64(300 + rng.below(1500))
-                    let steps = Double(rng.below(2000))
-                    add(.steps, "phone", s, s + len, steps)
-                    add(.distance, "phone", s, s + len, steps * 0.75)
-                }
-                // Heart rate every ~16 minutes (instants), and a manual entry now and then.
-                var h = dayStart
-                while h < dayStart + 86_400 {
-                    add(.heartRate, "watch", h, h, Double(55 + rng.below(80)))
-                    h += 900 + Int64(rng.below(120))
-                }
-                if rng.below(3) == 0 { add(.steps, "manual", dayStart + 12 * 3600, dayStart + 13 * 3600, 3000) }
-                if rng.below(50) == 0, case .sampleAdded(let s)? = out.last {
-                    out.append(.sampleDeleted(user: user, uuid: s.uuid))
-                }
-            }
-        }
-        return out
     }
 }
-

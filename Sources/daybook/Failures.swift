@@ -34,13 +34,13 @@ extension CLIError {
             switch e.kind {
             case .storage: self.init(code: ExitCode.ioError, message: e.message)
             case .kafka: self.init(code: ExitCode.unavailable, message: e.message + (e.kafkaError.map(CLIError.hint(for:)) ?? ""))
-            case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.message + CLIError.hint(for: e.shardKind))
+            case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.shardDetail?.commandLineMessage ?? e.message + CLIError.hint(for: e.shardKind))
             case .logMismatch: self.init(code: ExitCode.logMismatch, message: e.message)
             case .badRequest: self.init(code: ExitCode.usage, message: e.message)
             case .interrupted: self.init(code: ExitCode.tempFail, message: e.message)
             }
         case let e as Shard.ShardError:
-            self.init(code: ExitCode.of(e.kind), message: e.message + CLIError.hint(for: e.kind))
+            self.init(code: ExitCode.of(e.kind), message: e.detail?.commandLineMessage ?? e.message + CLIError.hint(for: e.kind))
         case let e as DatabaseError:
             self.init(code: e.isCorrupt ? ExitCode.dataError : ExitCode.ioError, message: "\(e)")
         case let e as KafkaError:
@@ -49,6 +49,10 @@ extension CLIError {
             self.init(code: ExitCode.config, message: "\(e)")
         case let e as FileWriteError:
             self.init(code: ExitCode.ioError, message: "\(e)")
+        case let e as ScratchDirectoryError:
+            self.init(code: ExitCode.ioError, message: "\(e)")
+        case let e as InputFileError:
+            self.init(code: ExitCode.noInput, message: "\(e)")
         case let e as ConfigurationFileError:
             // A file that is not there or cannot be read is a missing input (66); one that
             // says something wrong is a configuration error (78).

@@ -1,282 +1,35 @@
 import DaybookCore
 import DaybookFiles
+import DaybookPublish
 import DaybookStore
 import Foundation
 
-/// Reading inputs and writing outputs for the commands.
+/// Reading inputs for the commands: DaybookFiles' `LineInput` (mapped files, streams, one
+/// line splitter) with events' line limit, and events decoded on all cores.
 enum Files {
-    /// Where events come from: a regular file's bytes (memory-mapped, so a large log is not
-    /// copied), or a stream — standard input, a pipe — read in chunks with bounded memory.
-    enum Input {
-        case bytes(Data)
-        /// `close` is false for standard input, which stays open.
-        case stream(fd: Int32, name: String, close: Bool)
-    }
-
-    /// The UTF-8 byte order mark some editors put at the start of a file; skipped there.
-    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+    typealias Input = LineInput
 
     /// A line longer than this is rejected without being kept in memory. An event is a few
     /// hundred bytes; Kafka's default limit for a message is 1 MB.
     static let maximumLineBytes = EventDecoder.maximumEventBytes
 
-    /// Opens `path` for reading events: `-` is standard input, a regular file is mapped
-    /// (unless `mapping` is false: mapped pages count in the process's resident memory),
-    /// anything else that can be read (a FIFO, /dev/stdin) is streamed.
-    static func input(_ path: String, mapping: Bool = true) throws -> Input {
-        if path == "-" { return .stream(fd: 0, name: "standard input", close: false) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw openFailure(path, errno) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let failure = openFailure(path, errno)
-            close(fd)
-            throw failure
-        }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG where !mapping:
-            return .stream(fd: fd, name: path, close: true)
-        case S_IFREG:
-            close(fd)
-            return .bytes(try read(path))
-        case S_IFDIR:
-            close(fd)
-            throw openFailure(path, EISDIR)
-        default:
-            return .stream(fd: fd, name: path, close: true)
-        }
+    /// `LineInput.open`: `-` is standard input, a regular file is mapped unless `mapping`
+    /// is false, anything else readable is streamed.
+    static func input(_ path: String, mapping: Bool = true) throws(InputFileError) -> Input {
+        try LineInput.open(path, mapping: mapping)
     }
 
-    /// The whole contents of a path (memory-mapped), or of standard input for `-`; for small
-    /// files such as the configuration. Events go through `input(_:)`.
-    static func read(_ path: String) throws -> Data {
-        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw openFailure(path, ENOENT) }
-        guard !isDirectory.boolValue else { throw openFailure(path, EISDIR) }
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-        } catch {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read: \(SystemError.reason(error))")
-        }
+    /// The whole contents of a path (memory-mapped), or of standard input for `-`.
+    static func read(_ path: String) throws(InputFileError) -> Data { try LineInput.read(path) }
+
+    /// `LineInput.forEachBatch` with events' line limit.
+    static func forEachBatch(_ input: Input, _ body: ([LineInput.Line]) throws -> Void) throws {
+        try LineInput.forEachBatch(input, maximumLineBytes: maximumLineBytes, body)
     }
 
-    private static func openFailure(_ path: String, _ code: Int32) -> CLIError {
-        CLIError(code: ExitCode.noInput, message: code == ENOENT ? "\(path): no such file" : "\(path): cannot be read: \(SystemError.strerror(code))")
-    }
-
-    /// The index of the first `\n` in `all` at or after `start` (memchr: this is the loop
-    /// every input byte goes through).
-    static func newline(in all: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
-        guard start < all.count, let base = all.baseAddress, let hit = memchr(base + start, 10, all.count - start) else { return nil }
-        return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-    }
-
-    /// True when `all[range]` holds only spaces and tabs.
-    static func isBlank(_ all: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
-        var k = range.lowerBound
-        while k < range.upperBound {
-            let c = all[k]
-            if c != 32 && c != 9 { return false }
-            k &+= 1
-        }
-        return true
-    }
-
-    /// One line of input: its 1-based number and bytes (without the line break), or nil
-    /// bytes for a line over `maximumLineBytes`.
-    typealias Line = (number: Int, bytes: UnsafeBufferPointer<UInt8>?)
-
-    /// Calls `body` with batches of non-blank lines, in order; the bytes are valid only
-    /// during the call. A batch ends at `batchLines` lines, at `batchBytes` bytes, at the end
-    /// of the input, or — for a stream — when no more input is ready, so that a slow
-    /// producer's lines are answered as they come. A byte order mark at the very start
-    /// is skipped; `\r\n` endings are accepted. Memory: one batch plus one read chunk.
-    static func forEachBatch(_ input: Input, batchLines: Int = 32_768, batchBytes: Int = 4 << 20,
-                             _ body: ([Line]) throws -> Void) throws {
-        switch input {
-        case .bytes(let data):
-            try data.withUnsafeBytes { raw in
-                let all = raw.bindMemory(to: UInt8.self)
-                var splitter = LineSplitter()
-                var batch: [Line] = []
-                var bytes = 0
-                var start = all.starts(with: byteOrderMark) ? byteOrderMark.count : 0
-                while start < all.count {
-                    let end = newline(in: all, from: start) ?? all.count
-                    if let line = splitter.line(all, start..<end) {
-                        batch.append((line.number, line.range.map { UnsafeBufferPointer(rebasing: all[$0]) }))
-                        bytes += end - start
-                        if batch.count >= batchLines || bytes >= batchBytes {
-                            try body(batch)
-                            batch.removeAll(keepingCapacity: true)
-                            bytes = 0
-                        }
-                    }
-                    start = end + 1
-                }
-                if !batch.isEmpty { try body(batch) }
-            }
-        case .stream(let fd, let name, let closeWhenDone):
-            defer { if closeWhenDone { close(fd) } }
-            var stream = LineStream(fd: fd, name: name)
-            try stream.forEachBatch(batchLines: batchLines, batchBytes: batchBytes, body)
-        }
-    }
-
-    /// Decodes every non-blank line, on all cores, calling `body` in line order with each
-    /// line's number, bytes and event (or rejection). Work goes in batches so memory stays flat.
+    /// `EventLines.forEach`: every non-blank line decoded on all cores, in line order.
     static func forEachEvent(_ input: Input, _ body: (Int, UnsafeBufferPointer<UInt8>, Result<Event, EventError>) throws -> Void) throws {
-        let decoder = EventDecoder()
-        let tooLong = EventError.lineTooLong(limit: maximumLineBytes)
-        try forEachBatch(input) { lines in
-            let results = UnsafeMutableBufferPointer<Result<Event, EventError>>.allocate(capacity: lines.count)
-            defer { results.deallocate() }
-            let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
-            nonisolated(unsafe) let snapshot = lines
-            let per = (snapshot.count + workers - 1) / workers
-            nonisolated(unsafe) let out = results
-            DispatchQueue.concurrentPerform(iterations: workers) { w in
-                for i in (w * per)..<min(snapshot.count, (w + 1) * per) {
-                    guard let bytes = snapshot[i].bytes else {
-                        out.initializeElement(at: i, to: .failure(tooLong))
-                        continue
-                    }
-                    out.initializeElement(at: i, to: Result { () throws(EventError) in try decoder.decode(bytes) })
-                }
-            }
-            defer { _ = results.deinitialize() }
-            for i in lines.indices {
-                try body(lines[i].number, lines[i].bytes ?? UnsafeBufferPointer(start: nil, count: 0), results[i])
-            }
-        }
-    }
-}
-
-/// Numbers lines and picks the non-blank ones (shared by the mapped and streamed paths).
-private struct LineSplitter {
-    private(set) var number = 0
-
-    /// The line in `range` of `all` (up to, not including, its `\n`): its number and its
-    /// bytes without a trailing `\r` — nil range when too long — or nil when it is blank.
-    mutating func line(_ all: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> (number: Int, range: Range<Int>?)? {
-        number += 1
-        var end = range.upperBound
-        if end > range.lowerBound, all[end - 1] == 13 { end -= 1 }
-        if end - range.lowerBound > Files.maximumLineBytes { return (number, nil) }
-        guard !Files.isBlank(all, range.lowerBound..<end) else { return nil }
-        return (number, range.lowerBound..<end)
-    }
-
-    /// Counts a line that was too long to keep.
-    mutating func skippedLine() -> Int {
-        number += 1
-        return number
-    }
-}
-
-/// Lines of a file descriptor read in chunks: the buffer holds the lines of one batch, the
-/// line being read, and one chunk — never the whole input.
-private struct LineStream {
-    let fd: Int32
-    let name: String
-    private var buffer: [UInt8] = []
-    private var splitter = LineSplitter()
-    /// Complete non-blank lines waiting for the next batch (ranges into `buffer`; nil = too long).
-    private var pending: [(number: Int, range: Range<Int>?)] = []
-    private var pendingBytes = 0
-    /// Where the line being read starts, and how far it has been searched for a `\n`.
-    private var lineStart = 0
-    private var scanned = 0
-    /// The current line is over the limit: its bytes are dropped until its end.
-    private var skipping = false
-    private var atStart = true
-    private var chunk = [UInt8](repeating: 0, count: 1 << 20)
-
-    init(fd: Int32, name: String) {
-        self.fd = fd
-        self.name = name
-    }
-
-    mutating func forEachBatch(batchLines: Int, batchBytes: Int, _ body: ([Files.Line]) throws -> Void) throws {
-        var finished = false
-        while !finished {
-            finished = try fill()
-            if atStart {
-                // Decide on a byte order mark once three bytes (or the whole input) are in.
-                guard finished || buffer.count >= Files.byteOrderMark.count || buffer.contains(10) else { continue }
-                atStart = false
-                if buffer.starts(with: Files.byteOrderMark) { lineStart = Files.byteOrderMark.count; scanned = lineStart }
-            }
-            split(atEnd: finished)
-            let ready = finished || pending.count >= batchLines || pendingBytes >= batchBytes || !moreIsReady()
-            if ready, !pending.isEmpty {
-                try buffer.withUnsafeBufferPointer { all in
-                    try body(pending.map { ($0.number, $0.range.map { UnsafeBufferPointer(rebasing: all[$0]) }) })
-                }
-                pending.removeAll(keepingCapacity: true)
-                pendingBytes = 0
-            }
-            if pending.isEmpty, lineStart > 0 {
-                buffer.removeFirst(lineStart)
-                scanned -= lineStart
-                lineStart = 0
-            }
-        }
-    }
-
-    /// Reads one chunk onto the buffer; true at the end of the input.
-    private mutating func fill() throws -> Bool {
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n > 0 { buffer.append(contentsOf: chunk[..<n]) }
-            if n >= 0 { return n == 0 }
-            guard errno == EINTR || errno == EAGAIN else {
-                throw CLIError(code: ExitCode.noInput, message: "\(name): cannot be read: \(SystemError.strerror(errno))")
-            }
-            if errno == EAGAIN { var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0); _ = poll(&p, 1, -1) }
-        }
-    }
-
-    /// Moves every complete line (and, at the end, the last one) into `pending`.
-    private mutating func split(atEnd: Bool) {
-        buffer.withUnsafeBufferPointer { all in
-            while scanned < all.count {
-                guard let nl = Files.newline(in: all, from: scanned) else {
-                    scanned = all.count
-                    break
-                }
-                take(all, lineStart..<nl)
-                lineStart = nl + 1
-                scanned = lineStart
-            }
-            if atEnd, lineStart < all.count || skipping {
-                take(all, lineStart..<all.count)
-                lineStart = all.count
-            }
-        }
-        // A line still growing past the limit: forget its bytes, remember to reject it.
-        if !atEnd, buffer.count - lineStart > Files.maximumLineBytes {
-            buffer.removeSubrange(lineStart...)
-            scanned = lineStart
-            skipping = true
-        }
-    }
-
-    private mutating func take(_ all: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
-        if skipping {
-            skipping = false
-            pending.append((splitter.skippedLine(), nil))
-        } else if let line = splitter.line(all, range) {
-            pending.append(line)
-            pendingBytes += range.count
-        }
-    }
-
-    /// True when a read would not block (data or the end of the input is waiting).
-    private func moreIsReady() -> Bool {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&p, 1, 0) > 0
+        try EventLines.forEach(input, body)
     }
 }
 
@@ -308,34 +61,4 @@ struct OutputBuffer {
 
 func printError(_ s: String, newline: Bool = true) {
     FileHandle.standardError.write(Data((newline ? s + "\n" : s).utf8))
-}
-
-/// A private directory for one run's temporary files (rollup's temporary store, import's
-/// staging, the bench's work directory): `$TMPDIR/daybook-UID/PREFIX.tmp-PID`, removed by
-/// `remove()`. A run killed before it could remove its own (kill -9) leaves it there, and
-/// the next run with the same prefix removes every one whose process is gone
-/// (`TemporaryName`, as verify does for its `.tmp-PID` in the data directory).
-struct ScratchDirectory {
-    let path: String
-
-    init(prefix: String) throws {
-        let base = FileManager.default.temporaryDirectory.path + "/daybook-\(getuid())"
-        func failure(_ what: String) -> CLIError {
-            CLIError(code: ExitCode.ioError, message: "cannot create a temporary directory in \(base): \(what) (set TMPDIR to a directory of yours with space)")
-        }
-        if mkdir(base, 0o700) != 0, errno != EEXIST { throw failure(String(cString: strerror(errno))) }
-        // Shared /tmp: the directory must be this user's own, not one someone else made for us.
-        var info = stat()
-        guard lstat(base, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
-        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
-            throw failure("it is not a directory of this user's, with access for no one else; remove it")
-        }
-        TemporaryName.removeOrphans(in: base, prefix: prefix)
-        let path = base + "/" + TemporaryName.mine(prefix: prefix)
-        try? FileManager.default.removeItem(atPath: path) // a killed run's that had this process id
-        guard mkdir(path, 0o700) == 0 else { throw failure(String(cString: strerror(errno))) }
-        self.path = path
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }

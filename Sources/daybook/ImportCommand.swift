@@ -2,6 +2,7 @@ import DaybookConfiguration
 import DaybookCore
 import DaybookFiles
 import DaybookImport
+import DaybookImportFiles
 import DaybookStore
 import Foundation
 
@@ -98,6 +99,9 @@ enum ImportCommand: Subcommand {
 
     // MARK: apple-health
 
+    /// The summary names the importer's options by their flags.
+    static let optionNames = ImportSummary.Names(defaultZone: "--zone", sourceMapRule: "--source-map")
+
     private enum Destination {
         case standardOutput
         case file(String)
@@ -119,7 +123,11 @@ enum ImportCommand: Subcommand {
         do {
             importer = try AppleHealthImporter(options: .init(user: user, zone: arguments.value("--zone"), sourceMap: SourceMap(rules: rules)))
         } catch {
-            throw CLIError.usage(TerminalText.escaped(error.message))
+            let option = switch error.kind {
+            case .emptyUser, .userNotNFC: "--user"
+            case .unknownZone(let zone): "--zone \(JSONWriter.quoted(zone))"
+            }
+            throw CLIError.usage(TerminalText.escaped("\(option) \(error.reason)"))
         }
         let publishing = arguments.value("--brokers") != nil || arguments.value("--config") != nil
         let destination: Destination
@@ -137,7 +145,8 @@ enum ImportCommand: Subcommand {
             destination = .standardOutput
         }
 
-        let input = try ExportInput.open(path)
+        let input: ExportInput
+        do { input = try ExportInput.open(path) } catch { throw CLIError(export: error) }
         defer { input.close() }
         Shutdown.install() // Ctrl-C and SIGTERM end the import cleanly: no half-written --out, nothing staged left
         var scratch: ScratchDirectory?
@@ -154,12 +163,15 @@ enum ImportCommand: Subcommand {
         var committed = false
         defer { if !committed, let temporary = sink.temporaryPath { unlink(temporary) } }
 
-        var scanner = ExportScanner()
         var progress = ProgressReporter()
-        var stopped = false // a record without a zone and no --zone: nothing more is written
-        var bytesRead = 0
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        func interrupted() -> CLIError {
+        let bytesRead: Int
+        do {
+            bytesRead = try AppleHealthImport.read(input, into: &importer, shouldStop: { Shutdown.isRequested }, progress: { bytesRead, summary in
+                let rate = Double(summary.records) / max(progress.elapsed, 0.001)
+                let read = input.total.map { "\(Int(Double(bytesRead) * 100 / Double(max($0, 1))))% (\(megabytes(bytesRead)) of \(megabytes($0)))" } ?? megabytes(bytesRead)
+                progress.update("import: \(read), \(NumberText.grouped(summary.records)) records (\(NumberText.grouped(Int(rate))) records/s), \(NumberText.grouped(summary.events)) events")
+            }, write: { try sink.write($0) })
+        } catch AppleHealthImport.Stop.interrupted(let bytesRead) {
             progress.finish()
             let undone: String
             switch destination {
@@ -167,39 +179,9 @@ enum ImportCommand: Subcommand {
             case .file: undone = "nothing was written"
             case .kafka: undone = "nothing was published"
             }
-            return CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
-        }
-        func report() {
-            let rate = Double(importer.summary.records) / max(progress.elapsed, 0.001)
-            let read = input.total.map { "\(Int(Double(bytesRead) * 100 / Double(max($0, 1))))% (\(megabytes(bytesRead)) of \(megabytes($0)))" } ?? megabytes(bytesRead)
-            progress.update("import: \(read), \(NumberText.grouped(importer.summary.records)) records (\(NumberText.grouped(Int(rate))) records/s), \(NumberText.grouped(importer.summary.events)) events")
-        }
-        let handle: (ExportRecord) throws -> Void = { record in
-            switch importer.convert(record) {
-            case .event(let line, _): if !stopped { try sink.write(line) }
-            case .missingZone: stopped = true
-            case .skipped: break
-            }
-        }
-        do {
-            while true {
-                if Shutdown.isRequested { throw interrupted() }
-                let n = try input.read(into: &chunk)
-                if n == 0 { break }
-                bytesRead += n
-                try chunk.withUnsafeBytes { try scanner.feed(UnsafeRawBufferPointer(rebasing: $0[..<n]), handle) }
-                report()
-            }
-            // Ctrl-C reaches unzip too, which then ends the XML early: say interrupted, not damaged.
-            if Shutdown.isRequested { throw interrupted() }
-            try scanner.finish(handle)
-            try input.finish()
-        } catch let error as CLIError where Shutdown.isRequested && error.code != ExitCode.tempFail {
-            throw interrupted()
-        } catch let error as ExportSyntaxError {
-            if Shutdown.isRequested { throw interrupted() }
+            throw CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
+        } catch AppleHealthImport.Stop.damaged(let error, _) {
             progress.finish()
-            try input.finish() // unzip's own failure says more than the XML it cut short
             let partial: String
             switch destination {
             case .standardOutput:
@@ -208,8 +190,11 @@ enum ImportCommand: Subcommand {
             case .file: partial = "nothing was written"
             case .kafka: partial = "nothing was published"
             }
-            if importer.summary.records > 0 { printError(TerminalText.escaped(importer.summary.render(destination: "converted"), keepingNewlines: true)) }
+            if importer.summary.records > 0 { printError(TerminalText.escaped(importer.summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true)) }
             throw CLIError(code: ExitCode.dataError, message: "\(TerminalText.escaped(input.name)): \(TerminalText.escaped(error.description)); \(partial)")
+        } catch let error as ExportInputError {
+            progress.finish()
+            throw CLIError(export: error)
         }
         progress.finish()
         // Reading is over; publishing (below) is as interruptible as 'daybook publish'.
@@ -218,7 +203,7 @@ enum ImportCommand: Subcommand {
         let summary = importer.summary
         if summary.missingZone > 0 {
             try? sink.flush()
-            printError(TerminalText.escaped(summary.render(destination: "converted"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true))
             let known = summary.missingZone + summary.events + summary.rejectedCount
             let output: String
             switch destination {
@@ -235,15 +220,15 @@ enum ImportCommand: Subcommand {
         let rate = "\(NumberText.grouped(summary.records)) records in \(String(format: "%.2f", seconds)) s (\(NumberText.grouped(Int(Double(summary.records) / max(seconds, 0.001)))) records/s, \(megabytes(bytesRead)))"
         switch destination {
         case .standardOutput:
-            printError(TerminalText.escaped(summary.render(destination: "written"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "written", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
         case .file(let out):
             try sink.commit(to: out)
             committed = true
-            printError(TerminalText.escaped(summary.render(destination: "written to \(out)"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "written to \(out)", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
         case .kafka(let config, let timeout, let topic):
-            printError(TerminalText.escaped(summary.render(destination: "converted"), keepingNewlines: true))
+            printError(TerminalText.escaped(summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate); publishing to \(topic)")
             try sink.close()
             let staged = try Files.input(sink.path, mapping: false)
@@ -302,141 +287,6 @@ enum ImportCommand: Subcommand {
         if let out = arguments.value("--out") { try sink.commit(to: out) }
         printError("generate: \(NumberText.grouped(records)) records, \(ImportCommand.megabytes(written)); import it with --zone \(generator.defaultZone)")
         return ExitCode.ok
-    }
-}
-
-/// Where export bytes come from: a file, standard input, or `unzip -p` reading a .zip.
-final class ExportInput {
-    let name: String
-    /// Bytes the XML has in all, when known (for progress).
-    let total: Int?
-    private let fd: Int32
-    private let ownsDescriptor: Bool
-    private let unzip: Process?
-    private let unzipErrors: Pipe?
-
-    private init(name: String, total: Int?, fd: Int32, ownsDescriptor: Bool, unzip: Process? = nil, unzipErrors: Pipe? = nil) {
-        self.name = name
-        self.total = total
-        self.fd = fd
-        self.ownsDescriptor = ownsDescriptor
-        self.unzip = unzip
-        self.unzipErrors = unzipErrors
-    }
-
-    static func open(_ path: String) throws -> ExportInput {
-        if path == "-" { return ExportInput(name: "standard input", total: nil, fd: 0, ownsDescriptor: false) }
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            throw CLIError(code: ExitCode.noInput, message: code == ENOENT ? "\(path): no such file" : "\(path): cannot be read: \(SystemError.strerror(code))")
-        }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read: \(SystemError.strerror(code))")
-        }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            Glibc.close(fd)
-            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot be read: \(SystemError.strerror(EISDIR)) (give export.xml or export.zip)")
-        }
-        var magic = [UInt8](repeating: 0, count: 4)
-        let isRegular = info.st_mode & S_IFMT == S_IFREG
-        if isRegular, pread(fd, &magic, 4, 0) == 4, magic == [0x50, 0x4B, 0x03, 0x04] {
-            Glibc.close(fd)
-            return try zip(path)
-        }
-        return ExportInput(name: path, total: isRegular ? Int(info.st_size) : nil, fd: fd, ownsDescriptor: true)
-    }
-
-    /// Reads into `buffer`; 0 at the end.
-    func read(into buffer: inout [UInt8]) throws -> Int {
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n >= 0 { return n }
-            guard errno == EINTR else { throw CLIError(code: ExitCode.noInput, message: "\(name): cannot be read: \(SystemError.strerror(errno))") }
-        }
-    }
-
-    /// Waits for unzip, if any, and fails if it did, with unzip's own message. Unzip still
-    /// running (the XML ended early, e.g. damaged bytes it inflated) is let run to the end
-    /// of the entry, its output discarded: it says what was wrong (a bad CRC) only there,
-    /// and stopping it would leave only the exit status of a signal.
-    func finish() throws {
-        guard let unzip else { return }
-        var discard = [UInt8](repeating: 0, count: 1 << 16)
-        while unzip.isRunning, !Shutdown.isRequested {
-            let n = discard.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n == 0 || (n < 0 && errno != EINTR) { break }
-        }
-        if unzip.isRunning, Shutdown.isRequested { unzip.terminate() }
-        unzip.waitUntilExit()
-        guard unzip.terminationReason == .exit, unzip.terminationStatus == 0 else {
-            let text = String(decoding: unzipErrors?.fileHandleForReading.readDataToEndOfFile() ?? Data(), as: UTF8.self)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            let how = unzip.terminationReason == .exit ? "exit status \(unzip.terminationStatus)" : "signal \(unzip.terminationStatus)"
-            throw CLIError(code: ExitCode.noInput, message: "\(name): unzip failed (\(how)): \(text.isEmpty ? "it printed no reason" : TerminalText.escaped(text, keepingNewlines: true)); the archive is damaged: export it again from the Health app")
-        }
-    }
-
-    func close() {
-        if let unzip, unzip.isRunning { unzip.terminate(); unzip.waitUntilExit() }
-        if ownsDescriptor { Glibc.close(fd) }
-    }
-
-    /// `unzip -p` of the archive's export.xml (not export_cda.xml), streamed through a pipe.
-    private static func zip(_ path: String) throws -> ExportInput {
-        let howTo = "or unzip it yourself: unzip -p \(path) apple_health_export/export.xml | daybook import apple-health - --user U --zone Z"
-        guard let unzip = ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").map({ "\($0)/unzip" })
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw CLIError(code: ExitCode.noInput, message: "\(path) is a .zip and unzip is not installed: apt-get install unzip (scripts/setup does), \(howTo)")
-        }
-        let listing = try run(unzip, ["-l", path])
-        guard listing.status == 0 else {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): not a readable zip archive (unzip -l: \(listing.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
-        }
-        // "  Length      Date    Time    Name" rows: length, date, time, then the name (spaces allowed).
-        var entries: [(name: String, length: Int)] = []
-        for row in listing.output.split(separator: "\n") {
-            let parts = row.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true)
-            guard parts.count == 4, let length = Int(parts[0]), parts[1].contains("-") else { continue }
-            entries.append((String(parts[3].drop { $0 == " " }), length))
-        }
-        let candidates = entries.filter { ($0.name.split(separator: "/").last ?? "").lowercased() == "export.xml" }
-        guard let entry = candidates.min(by: { $0.name.count < $1.name.count }) else {
-            let xml = entries.map(\.name).filter { $0.lowercased().hasSuffix(".xml") }.prefix(5).joined(separator: ", ")
-            throw CLIError(code: ExitCode.noInput, message: "\(path) holds no export.xml (XML entries: \(xml.isEmpty ? "none" : xml)); extract the export's XML yourself: unzip -p \(path) ENTRY | daybook import apple-health - --user U --zone Z")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: unzip)
-        // unzip reads entry names as wildcards: bracket the wildcard characters.
-        let pattern = entry.name.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined()
-        process.arguments = ["-p", path, pattern]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch {
-            throw CLIError(code: ExitCode.noInput, message: "\(path): cannot run unzip: \(SystemError.reason(error)); \(howTo)")
-        }
-        return ExportInput(name: "\(path) (\(entry.name))", total: entry.length, fd: output.fileHandleForReading.fileDescriptor,
-                           ownsDescriptor: false, unzip: process, unzipErrors: errors)
-    }
-
-    private static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 }
 
@@ -506,5 +356,27 @@ final class LineSink {
         } catch {
             throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(error.reason)")
         }
+    }
+}
+
+extension CLIError {
+    /// An export that cannot be read (66), with the shell pipeline that imports it anyway
+    /// where unzip is the trouble.
+    init(export error: ExportInputError) {
+        let path = error.path
+        let howTo = "or unzip it yourself: unzip -p \(path) apple_health_export/export.xml | daybook import apple-health - --user U --zone Z"
+        let message: String
+        switch error.kind {
+        case .unzipMissing:
+            message = "\(path) is a .zip and unzip is not installed: apt-get install unzip (scripts/setup does), \(howTo)"
+        case .unzipCannotRun(let reason):
+            message = "\(path): cannot run unzip: \(reason); \(howTo)"
+        case .noExportXML(let entries):
+            let xml = entries.prefix(5).joined(separator: ", ")
+            message = "\(path) holds no export.xml (XML entries: \(xml.isEmpty ? "none" : xml)); extract the export's XML yourself: unzip -p \(path) ENTRY | daybook import apple-health - --user U --zone Z"
+        case .missing, .unreadable, .isDirectory, .notAZip, .unzipFailed:
+            message = "\(error)"
+        }
+        self.init(code: ExitCode.noInput, message: message)
     }
 }

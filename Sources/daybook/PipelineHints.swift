@@ -1,4 +1,6 @@
+import DaybookCore
 import DaybookPipeline
+import DaybookStore
 
 extension ProjectorError.Detail {
     /// The refusal in the command line's words: the options and commands that fix it.
@@ -41,6 +43,35 @@ extension ProjectorError.Detail {
                 the live projection is under source priority \(live), not \(wanted): rebuilding only partition\(partitions.count == 1 ? "" : "s") \
                 \(partitions.map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
                 partition (leave out --partition) to change the order, or use the live order's --config to repair some.
+                """
+        }
+    }
+}
+
+extension Shard.ShardError.Detail {
+    /// The store's refusal in the command line's words: the options and commands that fix it.
+    var commandLineMessage: String {
+        switch self {
+        case .held(let path, let waited):
+            return "\(path): another projector holds this shard (waited \(waited)); stop it or use another --data directory"
+        case .missingShard(let path, let directory):
+            return """
+                \(path) is missing, though \(directory)/\(DataLayout.manifestName) names it (removed by hand?): its rows cannot be \
+                read. Rebuild it from the log: daybook rebuild --data \(directory) --partition P
+                """
+        case .notADirectory(let directory):
+            return "\(directory): not a directory; give the --data directory the projector writes"
+        case .generation(let directory, let parent):
+            return "\(directory) is a generation of the data directory \(parent), not a data directory: give --data \(parent) (its manifest says which generation each shard is in)"
+        case .comparisonDirectory(let directory, let parent):
+            return "\(directory) is a temporary directory of a verify or diff in \(parent), not a data directory: give --data \(parent)"
+        case .splitUser(let key, let first, let second, let directory):
+            return """
+                user \(JSONWriter.quoted(key.user)) has a \(key.metric.rawValue) row for \(key.day) in two shards, \(first) and \(second): \
+                the user's events were published to two partitions (a producer with another partitioner than kafka.partitioner), \
+                so neither row is the day's total and none is printed. Rebuild (daybook rebuild --data \(directory)): the misplaced \
+                events become dead letters with code wrong_partition, and daybook dlq replay --data \(directory) republishes them \
+                to the partition they belong in.
                 """
         }
     }

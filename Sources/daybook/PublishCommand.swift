@@ -56,83 +56,42 @@ enum PublishCommand: Subcommand {
         return result.rejected == 0 && result.tooLarge.isEmpty ? ExitCode.ok : ExitCode.dataError
     }
 
+    /// `EventLines.Report`, with the progress line's clock (for the rate printed after).
     struct Result {
-        var read = 0
-        var published = 0
-        var rejected = 0
-        var failedLines: [Int] = []
-        var firstFailure: KafkaError?
-        /// Lines the cluster refused for their size (counted in `rejected` too).
-        var tooLarge: [Int] = []
-        var progress = ProgressReporter()
+        var report: EventLines.Report
+        var progress: ProgressReporter
+        var read: Int { report.read }
+        var published: Int { report.published }
+        var rejected: Int { report.rejected }
+        var failedLines: [Int] { report.failedLines }
+        var firstFailure: KafkaError? { report.firstFailure }
+        var tooLarge: [Int] { report.tooLarge }
     }
 
-    /// Validates every line of `bytes` and publishes the valid ones unchanged through an
-    /// `EventPublisher`, waiting for every outcome. `rejected(lineNumber, error)` hears each
-    /// invalid line, and each one the cluster refused for its size.
+    /// `EventLines.publish` with a progress line on standard error; `rejected(lineNumber,
+    /// reason)` hears each invalid line, and each one the cluster refused for its size.
     static func publish(_ bytes: Files.Input, connection: KafkaConnection, producer configuration: ProducerConfiguration, topic: String,
                         connectTimeout: Duration = .seconds(30),
                         rejected report: (Int, String) -> Void) throws -> Result {
-        var r = Result()
-        var failedLines: [Int] = []
-        var firstFailure: KafkaError?
-        var tooLarge: [Int] = []
-        let publisher: EventPublisher
+        var progress = ProgressReporter()
         do {
-            publisher = try EventPublisher(connection: connection, configuration: configuration, topic: topic, connectTimeout: connectTimeout,
-                                           logger: Logger(label: "publish", level: .warning)) { number, outcome in
-                switch outcome {
-                case .delivered: break
-                case .rejected: tooLarge.append(number)
-                case .undelivered(let error):
-                    failedLines.append(number)
-                    if firstFailure == nil { firstFailure = error.kafkaError }
-                }
-            }
-            // Nothing is queued until the cluster has answered once.
-            try publisher.connect()
-        } catch {
-            throw CLIError(publishing: error)
-        }
-        do {
-            try Files.forEachEvent(bytes) { number, line, decoded in
-                r.read += 1
-                let user: String
-                switch decoded {
-                case .success(let event): user = event.user
-                case .failure(let error):
-                    r.rejected += 1
-                    report(number, error.description)
-                    return
-                }
-                do {
-                    try publisher.send(validatedJSON: UnsafeRawBufferPointer(line), user: user, id: number)
-                } catch let error as PublishError where error.kind == .oversized {
-                    tooLarge.append(number)
-                }
-                if r.read % 1_024 == 0 {
-                    publisher.poll()
-                    let rate = Double(publisher.tally.delivered) / max(r.progress.elapsed, 0.001)
-                    r.progress.update("publish: \(r.read) read, \(publisher.tally.delivered) delivered, \(r.rejected) rejected, \(String(format: "%.0f", rate)) events/s")
-                }
-            }
-            try publisher.close { inFlight in
-                r.progress.update("publish: waiting for \(inFlight) delivery reports (\(publisher.tally.delivered) delivered)")
-            }
+            let result = try EventLines.publish(bytes, connection: connection, configuration: configuration, topic: topic,
+                                                connectTimeout: connectTimeout, rejected: { number, reason in
+                // The live progress line is cleared first, so the rejection is a line of its own.
+                progress.finish()
+                report(number, reason)
+            }, progress: { read, tally, rejected in
+                let rate = Double(tally.delivered) / max(progress.elapsed, 0.001)
+                progress.update("publish: \(read) read, \(tally.delivered) delivered, \(rejected) rejected, \(String(format: "%.0f", rate)) events/s")
+            }, waiting: { inFlight, tally in
+                progress.update("publish: waiting for \(inFlight) delivery reports (\(tally.delivered) delivered)")
+            })
+            progress.finish()
+            return Result(report: result, progress: progress)
         } catch let error as PublishError {
-            r.progress.finish()
+            progress.finish()
             throw CLIError(publishing: error)
         }
-        r.progress.finish()
-        for number in tooLarge.sorted() {
-            r.rejected += 1
-            report(number, "the event is larger than the cluster accepts (message.max.bytes, 1000000 bytes unless configured); it was not published")
-        }
-        r.tooLarge = tooLarge
-        r.published = publisher.tally.delivered
-        r.failedLines = failedLines
-        r.firstFailure = firstFailure
-        return r
     }
 }
 

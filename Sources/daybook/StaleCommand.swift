@@ -1,6 +1,7 @@
 import DaybookConfiguration
 import DaybookCore
 import DaybookMetrics
+import DaybookPipeline
 import DaybookStore
 import Foundation
 
@@ -168,80 +169,24 @@ enum StaleCommand: Subcommand {
         }
     }
 
-    /// `0.2` for every source, or `watch=0.1,phone=0.25`; returns the sources named.
+    /// `--page-fraction`: `FreshnessPolicy.applyPageFractions`, its refusals naming the option.
     @discardableResult
     static func applyPageFractions(_ text: String, to policy: inout FreshnessPolicy) throws -> [String] {
-        func fraction(_ s: Substring) throws -> Double {
-            // Plain decimals only: "0x1p-3" or "1e-1" are numbers to Double, not to a person reading the cron line.
-            guard s.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let f = Double(s), f >= 0, f <= 1 else {
-                throw CLIError.usage("--page-fraction: '\(TerminalText.escaped(String(s)))' is not a number from 0 to 1 (the share of a source's users that must be stale to page)")
-            }
-            return f
-        }
-        if !text.contains("=") {
-            let f = try fraction(Substring(text))
-            policy.defaultRule.pageFraction = f
-            for name in policy.sources.keys { policy.sources[name]?.pageFraction = f }
-            return []
-        }
-        var named: [String] = []
-        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard pieces.count == 2, !pieces[0].isEmpty else {
-                throw CLIError.usage("--page-fraction: '\(TerminalText.escaped(String(part)))' is not SOURCE=F (e.g. watch=0.1)")
-            }
-            let source = String(pieces[0])
-            guard !named.contains(source) else {
+        do {
+            return try policy.applyPageFractions(text)
+        } catch {
+            switch error.kind {
+            case .notAFraction, .notSourceAndFraction:
+                throw CLIError.usage(TerminalText.escaped("--page-fraction: \(error)"))
+            case .namedTwice(let source):
                 throw CLIError.usage("--page-fraction names '\(TerminalText.escaped(source))' twice; give each source once")
             }
-            named.append(source)
-            var rule = policy.rule(for: source)
-            rule.pageFraction = try fraction(pieces[1])
-            policy.sources[source] = rule
         }
-        return named
     }
-
 }
 
-/// `stale --metrics-file`: the report in the Prometheus text format, one series per source.
-enum StaleMetrics {
-    /// Sources the configuration does not list share one series set, `source="other"`: a
-    /// producer must not decide how many series the scrape has (each source adds six).
-    static let otherSources = "other"
-
-    static func text(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey]) -> MetricsText {
-        var m = MetricsText()
-        typealias Row = (source: String, users: Int, stale: Int, fraction: Double, pageFraction: Double, pages: Bool, threshold: Duration?)
-        var rows: [Row] = report.sources.filter { policy.sources[$0.source] != nil }.map {
-            ($0.source, $0.users, $0.stale, $0.fraction, $0.pageFraction, $0.pages, policy.rule(for: $0.source).threshold)
-        }
-        if policy.sources[otherSources] == nil {
-            // Each unlisted source pages on its own share; "other" pages if any of them does.
-            let others = report.sources.filter { policy.sources[$0.source] == nil }
-            let users = others.map(\.users).reduce(0, +), stale = others.map(\.stale).reduce(0, +)
-            rows.append((otherSources, users, stale, users == 0 ? 0 : Double(stale) / Double(users), policy.defaultRule.pageFraction,
-                         others.contains(where: \.pages), nil))
-        }
-        for s in rows {
-            let labels: MetricLabels = ["source": s.source]
-            m.gauge("daybook_stale_pairs", help: "(user, source) pairs silent past the source's threshold (canaries excluded).", value: s.stale, labels: labels)
-            m.gauge("daybook_source_users", help: "Users with a check-in or a delivered sample from the source (canaries excluded).", value: s.users, labels: labels)
-            m.gauge("daybook_stale_fraction", help: "Stale users of the source over all its users (canaries excluded).", value: s.fraction, labels: labels)
-            m.gauge("daybook_stale_page_fraction", help: "The share of the source's users that must be stale to page.", value: s.pageFraction, labels: labels)
-            m.gauge("daybook_stale_pages", help: "1 if the source pages (its stale share reached its page fraction), else 0.", value: s.pages ? 1 : 0, labels: labels)
-            if let threshold = s.threshold {
-                m.gauge("daybook_stale_threshold_seconds", help: "How long a pair of the source may stay silent.", value: threshold.components.seconds, labels: labels)
-            }
-        }
-        m.gauge("daybook_canaries", help: "Canaries configured (pairs that never check in).", value: policy.canaries.count)
-        m.gauge("daybook_canaries_unreported", help: "Canaries the detector failed to report as stale.", value: unreported.count)
-        m.gauge("daybook_canary_check_ok", help: "1 if every canary was reported stale (the detector fires), else 0.", value: unreported.isEmpty ? 1 : 0)
-        m.gauge("daybook_stale_evaluation_timestamp_seconds", help: "The time silence was judged at (--now, else the clock).",
-                value: Double(report.now.nanoseconds) / 1e9)
-        return m
-    }
-
+/// `stale --metrics-file`: DaybookPipeline's `StaleMetrics`, written atomically.
+extension StaleMetrics {
     static func write(_ report: StaleReport, policy: FreshnessPolicy, unreported: [SyncKey], to path: String) throws {
         do {
             try text(report, policy: policy, unreported: unreported).write(to: path)

@@ -118,8 +118,13 @@ import Testing
         #expect(s.latest == (try Instant(rfc3339: "2024-07-20T12:30:00Z")))
         let text = s.render(destination: "written")
         #expect(text.contains("31 records read: 22 events written, 3 of other types skipped, 6 rejected"))
-        #expect(text.contains("source watch ← --source-map version:10.2, model:Watch") == false) // the map decides first
-        #expect(text.contains("zones: America/New_York (HKTimeZone 1); Europe/Berlin (HKTimeZone 1, --zone 20)"))
+        #expect(text.contains("source watch ← source map version:10.2, model:Watch") == false) // the map decides first
+        #expect(text.contains("source watch ← source map version:10.2: \"Ana’s Apple Watch\" 10.2; \"Anonymous\" 10.2"), "\(text)")
+        #expect(text.contains("zones: America/New_York (HKTimeZone 1); Europe/Berlin (HKTimeZone 1, default zone 20)"))
+        // A command line names the options by its flags.
+        let flags = s.render(destination: "written", names: .init(defaultZone: "--zone", sourceMapRule: "--source-map"))
+        #expect(flags.contains("source watch ← --source-map version:10.2: \"Ana’s Apple Watch\" 10.2; \"Anonymous\" 10.2"), "\(flags)")
+        #expect(flags.contains("Europe/Berlin (HKTimeZone 1, --zone 20)"))
     }
 
     @Test func withoutASourceMapAnonymisedNamesAreOneSource() throws {

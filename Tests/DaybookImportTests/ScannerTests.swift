@@ -86,9 +86,11 @@ import Testing
     }
 
     @Test func badOptionsAreRefused() {
-        #expect(throws: ImportOptionError.self) { try AppleHealthImporter(options: .init(user: "")) }
-        #expect(throws: ImportOptionError.self) { try AppleHealthImporter(options: .init(user: "e\u{301}")) }
-        #expect(throws: ImportOptionError.self) { try AppleHealthImporter(options: .init(user: "ana", zone: "GMT+2")) }
+        #expect(throws: ImportOptionError(.emptyUser)) { try AppleHealthImporter(options: .init(user: "")) }
+        #expect(throws: ImportOptionError(.userNotNFC("e\u{301}"))) { try AppleHealthImporter(options: .init(user: "e\u{301}")) }
+        #expect(throws: ImportOptionError(.unknownZone("GMT+2"))) { try AppleHealthImporter(options: .init(user: "ana", zone: "GMT+2")) }
+        // The library's words name the importer's options, not a command line's flags.
+        #expect(ImportOptionError(.unknownZone("GMT+2")).message == "the default zone \"GMT+2\" is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
         #expect(throws: Never.self) { try AppleHealthImporter(options: .init(user: "ana", zone: "Asia/Calcutta")) }
     }
 }

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookFiles
 import DaybookKafka
 import DaybookPipeline
 import DaybookPublish
@@ -192,5 +193,24 @@ import Testing
         try publisher.close()
         #expect(throws: PublishError.self) { try publisher.send(Self.day[0], id: 0) }
         do { try publisher.send(Self.day[0], id: 0) } catch { #expect(error.kind == .closed) }
+    }
+
+    @Test func aFileOfLinesIsPublishedLineByLineWithEveryLineAccountedFor() throws {
+        let broker = try Self.broker()
+        defer { withExtendedLifetime(broker) {} }
+        // Line 1: a byte order mark then ana's first sample; 2 blank; 3 not an event; 4-6 the
+        // rest of the day, line 5 with CRLF. 4 events read and published, 1 rejected.
+        let lines = ["\u{FEFF}" + Self.day[0].jsonLine, "", "{\"type\":\"sample-added\"}", Self.day[1].jsonLine,
+                     Self.day[2].jsonLine + "\r", Self.day[3].jsonLine]
+        var rejected: [(Int, String)] = []
+        let report = try EventLines.publish(.bytes(Data(lines.joined(separator: "\n").utf8)), connection: Self.connection(broker),
+                                            configuration: ProducerConfiguration(), topic: Self.topic) { rejected.append(($0, $1)) }
+        #expect(report.read == 5 && report.published == 4 && report.rejected == 1)
+        #expect(report.failedLines.isEmpty && report.tooLarge.isEmpty)
+        #expect(rejected.map(\.0) == [3])
+        // The four samples make ana's day as the publisher's own test does: 1000 + 0 + 250 + 300.
+        let data = TemporaryDirectory()
+        _ = try Self.project(broker, into: data.path)
+        #expect(try Self.stepsOf("ana", in: data.path) == ["2024-03-02": 1_550])
     }
 }

@@ -83,6 +83,23 @@ import Testing
         }
     }
 
+    @Test func aHeldShardLockSaysWhoHoldsItInTheStoresTerms() throws {
+        let path = scratch.path + "/p0.lock"
+        let held = try Shard.lock(path, timeout: .zero)
+        defer { close(held) }
+        // flock locks are per open file: a second open in this process is refused too.
+        do {
+            let fd = try Shard.lock(path, timeout: .zero)
+            close(fd)
+            Issue.record("the lock was taken twice")
+        } catch let error as Shard.ShardError {
+            #expect(error.kind == .locked)
+            #expect(error.detail == .held(path: path, waited: .zero))
+            #expect(error.message.hasSuffix("stop it or use another data directory"), "\(error.message)")
+            #expect(!error.message.contains("--"), "\(error.message)")
+        }
+    }
+
     @Test func aGenerationOrTemporaryDirectoryIsNotADataDirectory() throws {
         let dir = scratch.path
         for sub in ["gen-000001", "gen-000002", ".tmp-1"] { try FileManager.default.createDirectory(atPath: dir + "/" + sub, withIntermediateDirectories: true) }
@@ -95,7 +112,11 @@ import Testing
                 Issue.record("\(sub) was read as a data directory")
             } catch let error as Shard.ShardError {
                 #expect(error.kind == .missingDirectory)
-                #expect(error.message.contains("give --data \(dir)"), "\(error.message)")
+                // The store says what to open in its own terms; the command line adds its flag.
+                #expect(error.message.contains("open \(dir) instead"), "\(error.message)")
+                #expect(!error.message.contains("--"), "\(error.message)")
+                let given = dir + "/" + sub
+                #expect(error.detail == (sub == ".tmp-1" ? .comparisonDirectory(directory: given, parent: dir) : .generation(directory: given, parent: dir)))
             }
         }
         // Nor is a symbolic link to one.

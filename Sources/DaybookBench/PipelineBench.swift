@@ -1,25 +1,29 @@
 import DaybookCore
 import DaybookKafka
 import DaybookLog
+import DaybookStore
 import DaybookFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `daybook bench` (the pipeline benchmark): one run that generates a realistic log, starts
-/// embedded brokers as child processes, and times `daybook publish` beside `kcat -P`, raw
-/// librdkafka consumption (kcat, direct and in a group) beside `daybook project` (solo and
-/// in a group), restarts with nothing new to read, and the core in process.
-enum PipelineBench {
-    struct Settings {
-        var events = 1_000_000
-        var partitions = 64
-        var users = 200
-        var seed = 1
-        /// Passed to every `daybook project` run.
-        var config: String?
-        var jsonOnly = false
+/// The pipeline benchmark (`daybook bench`): one run that generates a realistic log, starts
+/// embedded brokers as child processes of the `daybook` binary, and times `daybook publish`
+/// beside `kcat -P`, raw librdkafka consumption (kcat, direct and in a group) beside
+/// `daybook project` (solo and in a group), restarts with nothing new to read, and the core
+/// in process. The children's counts come from the metrics files they write, never from
+/// their standard error.
+public enum PipelineBench {
+    public struct Settings: Sendable {
+        public var events = 1_000_000
+        public var partitions = 64
+        public var users = 200
+        public var seed = 1
+        /// A configuration file passed to every `daybook project` run.
+        public var config: String?
+
+        public init() {}
     }
 
     static let topic = "health-samples"
@@ -45,70 +49,60 @@ enum PipelineBench {
         "-X", "batch.size=1000000", "-X", "topic.partitioner=murmur2_random",
     ]
 
-    /// The JSON line's keys, in order (BENCHMARKS.md documents each).
-    static let jsonKeys = [
-        "bench", "version", "events", "users", "partitions", "seed", "cores", "load_average", "log_bytes", "config",
-        "publish_seconds", "publish_events_per_s", "publish_peak_rss_mb",
-        "kcat_produce_seconds", "kcat_produce_events_per_s",
-        "raw_direct_seconds", "raw_direct_events_per_s",
-        "raw_group_seconds", "raw_group_events_per_s", "raw_group_first_message_seconds",
-        "project_solo_seconds", "project_solo_events_per_s", "project_solo_peak_rss_mb",
-        "project_group_seconds", "project_group_events_per_s", "project_group_peak_rss_mb",
-        "restart_solo_seconds", "restart_solo_peak_rss_mb",
-        "restart_group_seconds", "restart_group_peak_rss_mb",
-        "data_bytes", "data_bytes_per_event", "core_samples_per_s",
-        "ratio_project_solo_to_raw_direct", "ratio_project_group_to_raw_group", "ratio_publish_to_kcat_produce",
-        "project_solo_cache_hits", "project_solo_cache_misses", "project_solo_cache_evictions",
-        "project_group_cache_hits", "project_group_cache_misses", "project_group_cache_evictions",
-        "arrival_raw_direct_seconds", "arrival_raw_direct_events_per_s",
-        "arrival_raw_group_seconds", "arrival_raw_group_events_per_s",
-        "arrival_project_solo_seconds", "arrival_project_solo_events_per_s", "arrival_project_solo_peak_rss_mb",
-        "arrival_project_solo_cache_hits", "arrival_project_solo_cache_misses", "arrival_project_solo_cache_evictions",
-        "arrival_project_group_seconds", "arrival_project_group_events_per_s", "arrival_project_group_peak_rss_mb",
-        "arrival_project_group_cache_hits", "arrival_project_group_cache_misses", "arrival_project_group_cache_evictions",
-        "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
-    ]
-
     /// A timed child: wall seconds and peak RSS; for a projector, its state cache's figures
     /// (from its metrics file).
-    struct Timed {
-        var seconds: Double
-        var peakRSSMegabytes: Double
-        var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
+    public struct Timed: Sendable {
+        public var seconds: Double
+        public var peakRSSMegabytes: Double
+        public var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
     }
 
     /// The raw consumers and the projectors on one order of the log.
-    struct OrderFigures {
-        var rawDirect = 0.0, rawGroup = 0.0, rawGroupFirstMessage = 0.0
-        var projectSolo = Timed(seconds: 0, peakRSSMegabytes: 0), projectGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
-        var ratioSolo: Double { rawDirect / projectSolo.seconds }
-        var ratioGroup: Double { rawGroup / projectGroup.seconds }
+    public struct OrderFigures: Sendable {
+        public var rawDirect = 0.0, rawGroup = 0.0, rawGroupFirstMessage = 0.0
+        public var projectSolo = Timed(seconds: 0, peakRSSMegabytes: 0), projectGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
+        public var ratioSolo: Double { rawDirect / projectSolo.seconds }
+        public var ratioGroup: Double { rawGroup / projectGroup.seconds }
     }
 
     /// Everything measured.
-    struct Figures {
-        var events = 0, users = 0, logBytes = 0
+    public struct Figures: Sendable {
+        public var events = 0, users = 0, logBytes = 0
         /// The 1-minute load average when the bench started: other work on the machine skews every figure.
-        var loadAverage: Double?
-        var core = 0.0
-        var publish = Timed(seconds: 0, peakRSSMegabytes: 0)
-        var kcatProduce = 0.0
-        var rawDirect = 0.0, rawGroup = 0.0, rawGroupFirstMessage = 0.0
-        var projectSolo = Timed(seconds: 0, peakRSSMegabytes: 0), projectGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
-        var restartSolo = Timed(seconds: 0, peakRSSMegabytes: 0), restartGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
-        var dataBytes = 0
+        public var loadAverage: Double?
+        /// Core apply + resolve, in process: live samples per second.
+        public var core = 0.0
+        public var publish = Timed(seconds: 0, peakRSSMegabytes: 0)
+        public var kcatProduce = 0.0
+        public var rawDirect = 0.0, rawGroup = 0.0, rawGroupFirstMessage = 0.0
+        public var projectSolo = Timed(seconds: 0, peakRSSMegabytes: 0), projectGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
+        public var restartSolo = Timed(seconds: 0, peakRSSMegabytes: 0), restartGroup = Timed(seconds: 0, peakRSSMegabytes: 0)
+        /// Bytes on disk of the solo data directory.
+        public var dataBytes = 0
         /// The same events in arrival order (by sync hour, users interleaved).
-        var arrival = OrderFigures()
+        public var arrival = OrderFigures()
+
+        /// Raw over projected (and kcat over publish): rates over the same event count, so
+        /// a ratio of rates is the inverse ratio of times.
+        public var ratios: (solo: Double, group: Double, publish: Double) {
+            (rawDirect / projectSolo.seconds, rawGroup / projectGroup.seconds, kcatProduce / publish.seconds)
+        }
     }
 
-    static func run(_ settings: Settings) throws -> Int32 {
+    /// Runs the bench with the `daybook` binary at `daybook` for its children; `note` gets
+    /// each step as it starts (progress for people).
+    ///
+    /// - Throws: `BenchError`; `BenchInterrupts.Interrupted` after SIGINT, SIGTERM or SIGHUP
+    ///   (the children stopped, the temporary files removed); `ScratchDirectoryError` or
+    ///   `FileWriteError` when the work directory cannot be written.
+    public static func run(_ settings: Settings, daybook: String, note: (String) -> Void) throws -> Figures {
         guard let kcat = findExecutable("kcat") else {
-            throw CLIError(code: ExitCode.unavailable, message: "kcat is not on PATH; the bench measures librdkafka's raw producer and consumers with it. Install it with scripts/setup (or apt-get install kcat).")
+            throw BenchError(.toolMissing("kcat"), "kcat is not on PATH; the bench measures librdkafka's raw producer and consumers with it. Install it with scripts/setup (or apt-get install kcat).")
         }
         if let config = settings.config, access(config, R_OK) != 0 {
-            throw CLIError(code: ExitCode.noInput, message: "--config \(TerminalText.escaped(config)): \(errno == ENOENT ? "no such file" : "cannot be read: \(SystemError.strerror(errno))")")
+            let reason = errno == ENOENT ? "no such file" : "cannot be read: \(String(cString: strerror(errno)))"
+            throw BenchError(.unreadableConfiguration(path: config, reason: reason), "the configuration for the projector runs, \(config): \(reason)")
         }
-        let daybook = try selfExecutable()
         BenchInterrupts.install()
         let scratch = try ScratchDirectory(prefix: "daybook-bench")
         defer { scratch.remove() }
@@ -165,7 +159,7 @@ enum PipelineBench {
         let groupID = "daybook-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let solo = ["project", "--brokers", broker.bootstrap, "--topic", topic, "--data", soloData, "--until-caught-up", "--solo"] + config
         let grouped = ["project", "--brokers", broker.bootstrap, "--topic", topic, "--data", groupData, "--until-caught-up", "--group", groupID] + config
-        let userOrder = try measureOrder("", kcat: kcat, daybook: daybook, bootstrap: broker.bootstrap, solo: solo, grouped: grouped,
+        let userOrder = try measureOrder("", note: note, kcat: kcat, daybook: daybook, bootstrap: broker.bootstrap, solo: solo, grouped: grouped,
                                          soloData: soloData, events: f.events, work: work, timeout: timeout)
         (f.rawDirect, f.rawGroup, f.rawGroupFirstMessage) = (userOrder.rawDirect, userOrder.rawGroup, userOrder.rawGroupFirstMessage)
         (f.projectSolo, f.projectGroup) = (userOrder.projectSolo, userOrder.projectGroup)
@@ -193,24 +187,16 @@ enum PipelineBench {
             let groupID = "daybook-bench-arrival-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             let solo = ["project", "--brokers", arrival.bootstrap, "--topic", topic, "--data", soloData, "--until-caught-up", "--solo"] + config
             let grouped = ["project", "--brokers", arrival.bootstrap, "--topic", topic, "--data", groupData, "--until-caught-up", "--group", groupID] + config
-            f.arrival = try measureOrder("arrival order: ", kcat: kcat, daybook: daybook, bootstrap: arrival.bootstrap, solo: solo, grouped: grouped,
+            f.arrival = try measureOrder("arrival order: ", note: note, kcat: kcat, daybook: daybook, bootstrap: arrival.bootstrap, solo: solo, grouped: grouped,
                                          soloData: soloData, events: f.events, work: work, timeout: timeout)
         }
 
-        let json = jsonLine(f, settings)
-        var out = OutputBuffer()
-        if !settings.jsonOnly {
-            for line in table(f, settings) { out.line(line) }
-            out.line("")
-        }
-        out.line(json)
-        try out.flush()
-        return ExitCode.ok
+        return f
     }
 
     /// Raw consumption of one broker's topic (kcat -C, the fastest of `rawDirectRuns`; kcat
     /// -G, the fastest of `rawGroupRuns`), then `project --solo` and `project` in a group.
-    static func measureOrder(_ label: String, kcat: String, daybook: String, bootstrap: String, solo: [String], grouped: [String],
+    static func measureOrder(_ label: String, note: (String) -> Void, kcat: String, daybook: String, bootstrap: String, solo: [String], grouped: [String],
                              soloData: String, events: Int, work: String, timeout: Double) throws -> OrderFigures {
         var o = OrderFigures()
         // The fastest of a few runs each: the embedded broker now and then holds a new
@@ -282,37 +268,23 @@ enum PipelineBench {
         try out.close()
     }
 
-    /// Buffered writes to a new file.
+    /// A new file written through the one checked writer (`CheckedWriter`): a failed write,
+    /// or a failed close, is a `FileWriteError`.
     final class Writer {
         private let fd: Int32
-        private let path: String
-        private var buffer: [UInt8] = []
+        private var out: CheckedWriter
 
-        init(_ path: String) throws {
-            self.path = path
+        init(_ path: String) throws(FileWriteError) {
             fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
-            buffer.reserveCapacity(1 << 20)
+            guard fd >= 0 else { throw FileWriteError(path: path, step: .create, errno: errno) }
+            out = CheckedWriter(fd: fd, name: path)
         }
 
-        func line(_ s: String) throws {
-            buffer.append(contentsOf: s.utf8)
-            buffer.append(10)
-            if buffer.count >= 1 << 20 { try flush() }
-        }
+        func line(_ s: String) throws(FileWriteError) { try out.line(s) }
 
-        private func flush() throws {
-            defer { buffer.removeAll(keepingCapacity: true) }
-            do {
-                try CheckedWriter.writeAll(buffer, to: fd, name: path)
-            } catch {
-                throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(error.errno))")
-            }
-        }
-
-        func close() throws {
-            try flush()
-            guard Glibc.close(fd) == 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
+        func close() throws(FileWriteError) {
+            try out.flush()
+            guard Glibc.close(fd) == 0 else { throw FileWriteError(path: out.name, step: .write, errno: errno) }
         }
     }
 
@@ -329,7 +301,7 @@ enum PipelineBench {
     // MARK: Children
 
     /// Runs a child to its end; a failure (non-zero exit, a signal, the timeout) throws a
-    /// CLIError naming `step`, with the tail of its standard error.
+    /// `BenchError` naming `step`, with the tail of its standard error.
     static func runStep(_ step: String, _ executable: String, _ arguments: [String], work: String, timeout: Double) throws -> ChildProcess.Outcome {
         let child = try ChildProcess(name: step, executable: executable, arguments: arguments, stderrPath: stderrFile(work, step))
         child.limit(seconds: timeout)
@@ -339,17 +311,17 @@ enum PipelineBench {
         return outcome
     }
 
-    /// A CLIError for a failed step: a daybook child's own exit code (65-78), else 70.
-    static func failure(_ step: String, _ child: ChildProcess, _ outcome: ChildProcess.Outcome, _ detail: String = "") -> CLIError {
-        let code = outcome.exitCode.flatMap { (65...78).contains($0) ? $0 : nil } ?? ExitCode.software
-        return CLIError(code: code, message: "\(step) \(outcome.description)\(detail); the tail of its standard error:\n\(child.stderrTail())")
+    /// A failed step, with its child's exit code (nil: ended by a signal or the timeout).
+    static func failure(_ step: String, _ child: ChildProcess, _ outcome: ChildProcess.Outcome, _ detail: String = "") -> BenchError {
+        BenchError(.stepFailed(exitCode: outcome.exitCode),
+                   "\(step) \(outcome.description)\(detail); the tail of its standard error:\n\(child.stderrTail())")
     }
 
     /// A kcat consumer whose output (one line per message: key, space, payload) is read and
     /// counted here. Its time runs from the spawn to the last expected line; kcat then exits by
     /// itself (-e), or is stopped after 10 s.
     static func consume(_ step: String, _ kcat: String, _ arguments: [String], expected: Int, work: String, timeout: Double) throws -> (seconds: Double, firstMessage: Double) {
-        guard let fds = ChildProcess.pipe() else { throw CLIError(code: ExitCode.software, message: "pipe: \(SystemError.strerror(errno))") }
+        guard let fds = ChildProcess.pipe() else { throw BenchError(.failed, "pipe: \(String(cString: strerror(errno)))") }
         let t0 = ContinuousClock.now
         let child: ChildProcess
         do {
@@ -389,7 +361,7 @@ enum PipelineBench {
             throw failure(step, child, outcome, " after \(lines) of \(expected) messages")
         }
         guard lines == expected, let last else {
-            throw CLIError(code: ExitCode.software, message: "\(step) read \(lines) messages, expected \(expected); the tail of its standard error:\n\(child.stderrTail())")
+            throw BenchError(.failed, "\(step) read \(lines) messages, expected \(expected); the tail of its standard error:\n\(child.stderrTail())")
         }
         _ = bytes
         return (last, first ?? last)
@@ -410,7 +382,7 @@ enum PipelineBench {
         let metrics = counters(inMetricsFile: metricsPath)
         let applied = metrics["daybook_events_applied_total"], deadLetters = metrics["daybook_dead_letters_total"]
         guard metrics["daybook_projector_up"] == 0, let applied, let deadLetters, applied + deadLetters == expected else {
-            throw CLIError(code: ExitCode.software, message: "\(step) applied \(applied.map(String.init) ?? "?") events and \(deadLetters.map(String.init) ?? "?") dead letters by its metrics file (\(metrics.isEmpty ? "missing or empty" : "read")), expected \(expected) in all; the tail of its standard error:\n\(child.stderrTail())")
+            throw BenchError(.failed, "\(step) applied \(applied.map(String.init) ?? "?") events and \(deadLetters.map(String.init) ?? "?") dead letters by its metrics file (\(metrics.isEmpty ? "missing or empty" : "read")), expected \(expected) in all; the tail of its standard error:\n\(child.stderrTail())")
         }
         return Timed(seconds: outcome.seconds, peakRSSMegabytes: outcome.peakRSSMegabytes,
                      cacheHits: metrics["daybook_state_cache_hits_total"] ?? 0,
@@ -444,7 +416,7 @@ enum PipelineBench {
                 child.stop(grace: 2)
                 let outcome = child.wait()
                 try checkInterrupt()
-                throw CLIError(code: ExitCode.unavailable, message: "the embedded broker did not start (it \(outcome.description)); the tail of its standard error:\n\(child.stderrTail())")
+                throw BenchError(.brokerUnavailable, "the embedded broker did not start (it \(outcome.description)); the tail of its standard error:\n\(child.stderrTail())")
             }
             usleep(20_000)
         }
@@ -465,7 +437,7 @@ enum PipelineBench {
         do {
             consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: bootstrap, clientID: "daybook-bench"), configuration: configuration, logger: .silent)
         } catch {
-            throw CLIError(code: ExitCode.unavailable, message: "cannot read the watermarks after \(step): \(error)")
+            throw BenchError(.brokerUnavailable, "cannot read the watermarks after \(step): \(error)")
         }
         defer { consumer.close() }
         var high: Int64 = 0, low: Int64 = 0
@@ -475,115 +447,22 @@ enum PipelineBench {
                 high += w.high
                 low += w.low
             } catch {
-                throw CLIError(code: ExitCode.unavailable, message: "cannot read the watermarks of \(topic) [\(p)] after \(step): \(error)")
+                throw BenchError(.brokerUnavailable, "cannot read the watermarks of \(topic) [\(p)] after \(step): \(error)")
             }
         }
         if low > 0 {
             // Room grows with partitions: a quarter more than the share that fitted.
             let kept = max(1, Double(high - low))
             let suggested = max(partitions * 2, Int((Double(partitions) * Double(events) / kept * 1.25).rounded(.up)))
-            throw CLIError(code: ExitCode.logMismatch, message: "after \(step) the embedded broker holds only \(high - low) of \(events) events: its retention (each partition keeps its newest ~5 MiB / 100,000 message sets) dropped \(low). Run with more --partitions (e.g. --partitions \(suggested)) or fewer --events.")
+            throw BenchError(.retention(step: step, kept: Int(high - low), dropped: Int(low), events: events, suggestedPartitions: suggested),
+                             "after \(step) the embedded broker holds only \(high - low) of \(events) events: its retention (each partition keeps its newest ~5 MiB / 100,000 message sets) dropped \(low). Bench with more partitions (e.g. \(suggested)) or fewer events.")
         }
         guard high == Int64(events) else {
-            throw CLIError(code: ExitCode.software, message: "after \(step) \(topic) holds \(high) messages, expected \(events)")
+            throw BenchError(.failed, "after \(step) \(topic) holds \(high) messages, expected \(events)")
         }
-    }
-
-    // MARK: Output
-
-    static func table(_ f: Figures, _ s: Settings) -> [String] {
-        let n = Double(f.events)
-        func rate(_ seconds: Double) -> String { NumberText.grouped(n / max(seconds, 1e-9)) }
-        func row(_ what: String, _ seconds: Double?, _ rate: String, _ rss: Double?, _ note: String = "") -> String {
-            let secs = seconds.map { String(format: "%.2f", $0) } ?? "-"
-            let mem = rss.map { String(format: "%.0f MiB", $0) } ?? ""
-            return NumberText.leftAligned(what, 46) + NumberText.rightAligned(secs, 8) + NumberText.rightAligned(rate, 13) + NumberText.rightAligned(mem, 11) + (note.isEmpty ? "" : "   " + note)
-        }
-        let ratios = ratioFigures(f)
-        return [
-            "daybook bench: \(NumberText.grouped(n)) events (\(String(format: "%.1f", Double(f.logBytes) / 1e6)) MB of JSON lines, \(f.users) users, seed \(s.seed)), \(s.partitions) partitions, \(ProcessInfo.processInfo.activeProcessorCount) cores\(f.loadAverage.map { String(format: " (load %.2f at start)", $0) } ?? ""), daybook \(Version.string)\(s.config.map { ", project --config \(TerminalText.escaped($0))" } ?? "")",
-            "",
-            NumberText.leftAligned("", 46) + NumberText.rightAligned("seconds", 8) + NumberText.rightAligned("events/s", 13) + NumberText.rightAligned("peak RSS", 11),
-            row("daybook publish (validate, keyed, lz4)", f.publish.seconds, rate(f.publish.seconds), f.publish.peakRSSMegabytes),
-            row("kcat -P -K (keyed, same producer settings)", f.kcatProduce, rate(f.kcatProduce), nil, String(format: "publish/kcat %.2f", ratios.publish)),
-            row("kcat -C, all partitions (raw direct)", f.rawDirect, rate(f.rawDirect), nil),
-            row("kcat -G, consumer group (raw group)", f.rawGroup, rate(f.rawGroup), nil, String(format: "first message at %.2f s", f.rawGroupFirstMessage)),
-            row("daybook project --solo", f.projectSolo.seconds, rate(f.projectSolo.seconds), f.projectSolo.peakRSSMegabytes, String(format: "%.2f of raw direct", ratios.solo)),
-            row("daybook project (group)", f.projectGroup.seconds, rate(f.projectGroup.seconds), f.projectGroup.peakRSSMegabytes, String(format: "%.2f of raw group", ratios.group)),
-            row("arrival order: kcat -C (raw direct)", f.arrival.rawDirect, rate(f.arrival.rawDirect), nil),
-            row("arrival order: kcat -G (raw group)", f.arrival.rawGroup, rate(f.arrival.rawGroup), nil),
-            row("arrival order: daybook project --solo", f.arrival.projectSolo.seconds, rate(f.arrival.projectSolo.seconds), f.arrival.projectSolo.peakRSSMegabytes,
-                String(format: "%.2f of raw direct", f.arrival.ratioSolo)),
-            row("arrival order: daybook project (group)", f.arrival.projectGroup.seconds, rate(f.arrival.projectGroup.seconds), f.arrival.projectGroup.peakRSSMegabytes,
-                String(format: "%.2f of raw group", f.arrival.ratioGroup)),
-            row("restart --solo, nothing new", f.restartSolo.seconds, "-", f.restartSolo.peakRSSMegabytes),
-            row("restart (group), nothing new, join included", f.restartGroup.seconds, "-", f.restartGroup.peakRSSMegabytes),
-            row("core apply + resolve (in process, samples/s)", nil, NumberText.grouped(f.core), nil),
-            "solo data directory: \(String(format: "%.1f", Double(f.dataBytes) / 1e6)) MB on disk, \(String(format: "%.0f", Double(f.dataBytes) / max(n, 1))) bytes/event",
-            "state cache, project --solo: user order \(cacheText(f.projectSolo)); arrival order \(cacheText(f.arrival.projectSolo))",
-            String(format: "project --solo / kcat -C: %.2f in user order, %.2f in arrival order", ratios.solo, f.arrival.ratioSolo),
-        ]
-    }
-
-    static func cacheText(_ t: Timed) -> String {
-        "\(NumberText.grouped(Double(t.cacheHits))) hits, \(NumberText.grouped(Double(t.cacheMisses))) misses, \(NumberText.grouped(Double(t.cacheEvictions))) evictions"
-    }
-
-    static func ratioFigures(_ f: Figures) -> (solo: Double, group: Double, publish: Double) {
-        // Rates over the same event count: a ratio of rates is the inverse ratio of times.
-        (f.rawDirect / f.projectSolo.seconds, f.rawGroup / f.projectGroup.seconds, f.kcatProduce / f.publish.seconds)
-    }
-
-    static func jsonLine(_ f: Figures, _ s: Settings) -> String {
-        let n = Double(f.events)
-        func secs(_ x: Double) -> String { String(format: "%.3f", x) }
-        func rate(_ x: Double) -> String { String(format: "%.0f", n / max(x, 1e-9)) }
-        func mb(_ x: Double) -> String { String(format: "%.1f", x) }
-        func ratio(_ x: Double) -> String { String(format: "%.3f", x) }
-        let ratios = ratioFigures(f)
-        let values: [String: String] = [
-            "bench": "\"pipeline\"", "version": JSONWriter.quoted(Version.string),
-            "events": "\(f.events)", "users": "\(f.users)", "partitions": "\(s.partitions)", "seed": "\(s.seed)",
-            "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "log_bytes": "\(f.logBytes)",
-            "load_average": f.loadAverage.map { String(format: "%.2f", $0) } ?? "null",
-            "config": s.config.map(JSONWriter.quoted) ?? "null",
-            "publish_seconds": secs(f.publish.seconds), "publish_events_per_s": rate(f.publish.seconds), "publish_peak_rss_mb": mb(f.publish.peakRSSMegabytes),
-            "kcat_produce_seconds": secs(f.kcatProduce), "kcat_produce_events_per_s": rate(f.kcatProduce),
-            "raw_direct_seconds": secs(f.rawDirect), "raw_direct_events_per_s": rate(f.rawDirect),
-            "raw_group_seconds": secs(f.rawGroup), "raw_group_events_per_s": rate(f.rawGroup),
-            "raw_group_first_message_seconds": secs(f.rawGroupFirstMessage),
-            "project_solo_seconds": secs(f.projectSolo.seconds), "project_solo_events_per_s": rate(f.projectSolo.seconds),
-            "project_solo_peak_rss_mb": mb(f.projectSolo.peakRSSMegabytes),
-            "project_group_seconds": secs(f.projectGroup.seconds), "project_group_events_per_s": rate(f.projectGroup.seconds),
-            "project_group_peak_rss_mb": mb(f.projectGroup.peakRSSMegabytes),
-            "restart_solo_seconds": secs(f.restartSolo.seconds), "restart_solo_peak_rss_mb": mb(f.restartSolo.peakRSSMegabytes),
-            "restart_group_seconds": secs(f.restartGroup.seconds), "restart_group_peak_rss_mb": mb(f.restartGroup.peakRSSMegabytes),
-            "data_bytes": "\(f.dataBytes)", "data_bytes_per_event": String(format: "%.1f", Double(f.dataBytes) / max(n, 1)),
-            "core_samples_per_s": String(format: "%.0f", f.core),
-            "ratio_project_solo_to_raw_direct": ratio(ratios.solo), "ratio_project_group_to_raw_group": ratio(ratios.group),
-            "ratio_publish_to_kcat_produce": ratio(ratios.publish),
-            "project_solo_cache_hits": "\(f.projectSolo.cacheHits)", "project_solo_cache_misses": "\(f.projectSolo.cacheMisses)",
-            "project_solo_cache_evictions": "\(f.projectSolo.cacheEvictions)",
-            "project_group_cache_hits": "\(f.projectGroup.cacheHits)", "project_group_cache_misses": "\(f.projectGroup.cacheMisses)",
-            "project_group_cache_evictions": "\(f.projectGroup.cacheEvictions)",
-            "arrival_raw_direct_seconds": secs(f.arrival.rawDirect), "arrival_raw_direct_events_per_s": rate(f.arrival.rawDirect),
-            "arrival_raw_group_seconds": secs(f.arrival.rawGroup), "arrival_raw_group_events_per_s": rate(f.arrival.rawGroup),
-            "arrival_project_solo_seconds": secs(f.arrival.projectSolo.seconds), "arrival_project_solo_events_per_s": rate(f.arrival.projectSolo.seconds),
-            "arrival_project_solo_peak_rss_mb": mb(f.arrival.projectSolo.peakRSSMegabytes),
-            "arrival_project_solo_cache_hits": "\(f.arrival.projectSolo.cacheHits)", "arrival_project_solo_cache_misses": "\(f.arrival.projectSolo.cacheMisses)",
-            "arrival_project_solo_cache_evictions": "\(f.arrival.projectSolo.cacheEvictions)",
-            "arrival_project_group_seconds": secs(f.arrival.projectGroup.seconds), "arrival_project_group_events_per_s": rate(f.arrival.projectGroup.seconds),
-            "arrival_project_group_peak_rss_mb": mb(f.arrival.projectGroup.peakRSSMegabytes),
-            "arrival_project_group_cache_hits": "\(f.arrival.projectGroup.cacheHits)", "arrival_project_group_cache_misses": "\(f.arrival.projectGroup.cacheMisses)",
-            "arrival_project_group_cache_evictions": "\(f.arrival.projectGroup.cacheEvictions)",
-            "ratio_arrival_project_solo_to_raw_direct": ratio(f.arrival.ratioSolo), "ratio_arrival_project_group_to_raw_group": ratio(f.arrival.ratioGroup),
-        ]
-        return "{" + jsonKeys.map { "\"\($0)\":\(values[$0]!)" }.joined(separator: ",") + "}"
     }
 
     // MARK: Helpers
-
-    static func note(_ s: String) { printError("bench: " + s) }
 
     static func checkInterrupt() throws {
         if BenchInterrupts.isRequested { throw BenchInterrupts.Interrupted() }
@@ -613,11 +492,11 @@ enum PipelineBench {
         return nil
     }
 
-    /// This binary, for the broker, publish and project children.
-    static func selfExecutable() throws -> String {
+    /// The running binary (/proc/self/exe): for `daybook bench`, the `daybook` its children run.
+    public static func currentExecutable() throws(BenchError) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { throw CLIError(code: ExitCode.software, message: "cannot find the daybook binary (/proc/self/exe): \(SystemError.strerror(errno))") }
+        guard n > 0 else { throw BenchError(.failed, "cannot find the running binary (/proc/self/exe): \(String(cString: strerror(errno)))") }
         return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 

@@ -94,7 +94,7 @@ final class ChildProcess: Sendable {
         started = ContinuousClock.now
         let rc = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
         guard rc == 0 else {
-            throw CLIError(code: ExitCode.software, message: "cannot start \(name) (\(executable)): \(SystemError.strerror(rc))")
+            throw BenchError(.failed, "cannot start \(name) (\(executable)): \(String(cString: strerror(rc)))")
         }
         pid = child
         ChildProcess.live.withLock { $0.append(self) }
@@ -179,12 +179,13 @@ final class ChildProcess: Sendable {
                        stoppedByUs: signalled && termination != 0, timedOut: timedOut)
     }
 
-    /// The last `lines` lines of the child's standard error, indented, for failure messages.
+    /// The last `lines` lines of the child's standard error, indented, for failure messages
+    /// (as the child wrote them: whoever shows them on a terminal escapes them).
     func stderrTail(lines: Int = 15) -> String {
         guard let stderrPath, let text = try? String(contentsOfFile: stderrPath, encoding: .utf8) else { return "" }
         let tail = text.split(separator: "\n", omittingEmptySubsequences: true).suffix(lines)
         guard !tail.isEmpty else { return "  (nothing on its standard error)" }
-        return tail.map { "  | " + TerminalText.escaped(String($0.prefix(300))) }.joined(separator: "\n")
+        return tail.map { "  | " + String($0.prefix(300)) }.joined(separator: "\n")
     }
 
     /// A pipe whose both ends close on exec (a child gets only the copy it is given); nil on failure.
@@ -208,7 +209,7 @@ final class ChildProcess: Sendable {
 /// SIGINT, SIGTERM and SIGHUP during the bench: the first stops every child (SIGTERM, then
 /// SIGKILL after 5 s), the second kills them; the bench then removes its files and ends by the same signal, as an
 /// interrupted program should (so that a calling shell or loop sees the interrupt).
-enum BenchInterrupts {
+public enum BenchInterrupts {
     private static let requested = Atomic<Bool>(false)
     private static let count = Atomic<Int>(0)
     private static let wakeUp = Atomic<Int32>(-1)
@@ -217,11 +218,11 @@ enum BenchInterrupts {
     static var isRequested: Bool { requested.load(ordering: .relaxed) }
 
     /// The error that unwinds the bench (running its clean-up) after an interrupt.
-    struct Interrupted: Error {}
+    public struct Interrupted: Error {}
 
     /// Ends the process by the signal that interrupted it (default action), after the
     /// clean-up has run.
-    static func dieOfTheSignal() -> Never {
+    public static func dieOfTheSignal() -> Never {
         let s = received.load(ordering: .relaxed)
         Glibc.signal(s, SIG_DFL)
         var set = sigset_t()
