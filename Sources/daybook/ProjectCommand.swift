@@ -67,6 +67,8 @@ enum ProjectCommand: Subcommand {
     rebuild of the whole partition. The cost is the reading and writing of every standby
     partition on this machine too. 'daybook status' shows each shard's role (owned,
     standby) and lag; 'daybook totals' says when it read a standby shard (it may lag);
+    standbys need a DIR of this member's own (two members on one DIR would hold each
+    other's shards);
     the metrics file has daybook_standby_lag_messages. Guides/Operations.md, "Running on
     several machines", has the measured takeover times.
 
