@@ -29,8 +29,7 @@ extension Projector {
     /// Applies what the standby consumer has read (never waits).
     func applyStandbys() {
         guard let standby else { return }
-        let round = standby.applyArrived(maxMessages: batchSizeOption)
-        standbyApplied += round.applied + round.deadLetters
+        standby.applyArrived(maxMessages: batchSizeOption)
         followStandbys() // tries again those that failed, once their wait is over
     }
 

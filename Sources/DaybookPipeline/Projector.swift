@@ -83,7 +83,8 @@ public struct ProjectorProgress: Sendable {
         if let waiting { return "\(command): \(applied) applied; \(waiting)" }
         let lags = partitions.map { "p\($0.partition):\(max(0, ($0.end ?? $0.next) - $0.next))" }.joined(separator: " ")
         let etaText = eta.map { String(format: "%.0fs", $0) } ?? "?"
-        return "\(command): \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)"
+        let standbyText = standbys.isEmpty ? "" : "; standby lag " + standbys.map { "p\($0.partition):\(max(0, ($0.end ?? $0.next) - $0.next))" }.joined(separator: " ")
+        return "\(command): \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)" + standbyText
     }
 }
 
@@ -245,9 +246,8 @@ public final class Projector: RebalanceHandler {
     let standby: StandbyReplicas?
     /// The roles last written to the data directory (`ProjectorOptions.recordRoles`).
     var recordedRoles: ProjectorRoles?
-    /// The manifest the standby shards were opened under, and what they applied since start.
+    /// The manifest the standby shards were opened under.
     var standbyLayoutStamp: DataLayout.Stamp?
-    var standbyApplied = 0
 
     // What Projector+Standby.swift reads of the projector.
     var workersByPartition: Dictionary<Int32, PartitionWorker>.Keys { workers.keys }

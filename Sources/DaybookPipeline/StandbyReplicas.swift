@@ -139,6 +139,7 @@ final class StandbyReplicas {
     }
 
     /// Reads what has arrived (without waiting) and applies it to the standby shards.
+    @discardableResult
     func applyArrived(maxMessages: Int) -> Round {
         var round = Round()
         guard !workers.isEmpty else { return round }
