@@ -81,14 +81,7 @@ public struct ProjectionStatus: Sendable {
         for p in roles?.standby ?? [] { byPartition[p]?.role = "standby" }
 
         if let access {
-            let consumer: KafkaConsumer
-            let count: Int
-            do {
-                consumer = try KafkaConsumer(connection: access.connection, configuration: access.consumer, logger: logger)
-                count = try consumer.partitionCount(topic, within: timeout) ?? 0
-            } catch {
-                throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
-            }
+            let (consumer, count) = try access.consumer(counting: topic, timeout: timeout, logger: logger)
             defer { consumer.close() }
             let cluster = consumer.clusterID(timeoutMilliseconds: timeout.wholeMilliseconds)
             for p in 0..<Int32(count) where byPartition[p] == nil {
@@ -155,5 +148,19 @@ extension ProjectionStatus {
         guard let partitioner = Partitioner(rawValue: roles.partitioner), roles.partitionCount > 0 else { return roles.standby }
         let home = partitioner.partition(ofKey: user.utf8, count: roles.partitionCount)
         return roles.standby.contains(home) ? [home] : []
+    }
+}
+
+extension LogAccess {
+    /// A consumer of this log that does not join its group, and `topic`'s partition count
+    /// (asked until `timeout`). Throws `ProjectorError` `.kafka` when the cluster does not
+    /// answer or the topic is missing.
+    func consumer(counting topic: String, timeout: Duration, logger: Logger) throws -> (consumer: KafkaConsumer, count: Int) {
+        do {
+            let consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
+            return (consumer, try consumer.partitionCount(topic, within: timeout) ?? 0)
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+        }
     }
 }

@@ -53,13 +53,8 @@ public final class UserLocator {
         self.topic = topic
         self.timeout = timeout
         partitioner = access.producer.partitioner
-        let consumer: KafkaConsumer
-        do {
-            consumer = try KafkaConsumer(connection: access.connection, configuration: access.consumer, logger: logger)
-            partitionCount = try consumer.partitionCount(topic, within: timeout) ?? 0
-        } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
-        }
+        let (consumer, count) = try access.consumer(counting: topic, timeout: timeout, logger: logger)
+        partitionCount = count
         self.consumer = group ? consumer : nil
         if !group { consumer.close() }
     }

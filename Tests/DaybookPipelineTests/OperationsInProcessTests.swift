@@ -87,70 +87,10 @@ import Testing
         #expect(throws: Shard.ShardError.self) { try ProjectionStatus.read(directory: dir + "-missing") }
     }
 
-    /// A group member running on its own thread until told to stop.
-    final class Member: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stop = false
-        private var _partitions: Set<Int32> = []
-        private var _standbys: [(partition: Int32, next: Int64, end: Int64?)] = []
-        private var _error: (any Error)?
-        private let done = DispatchSemaphore(value: 0)
-        let records = InMemoryLogHandler()
-
-        init(rig: PipelineRig, dir: String, group: String, clientID: String, standby: StandbyChoice? = nil) {
-            var ownConnection = rig.connection
-            ownConnection.clientID = clientID
-            var ownConsumer = rig.consumer(group: group)
-            ownConsumer.sessionTimeoutMilliseconds = 6_000
-            let (connection, consumer) = (ownConnection, ownConsumer)
-            let logger = Logger(label: clientID, level: .info, handler: records)
-            let thread = Thread { [self] in
-                defer { done.signal() }
-                do {
-                    var options = ProjectorOptions(dataDirectory: dir)
-                    options.connectTimeout = .seconds(10)
-                    options.standby = standby
-                    options.recordRoles = true
-                    let projector = try Projector(connection: connection, consumer: consumer, producer: ProducerConfiguration(),
-                                                  priority: .builtIn, options: options, logger: logger)
-                    _ = try projector.run(shouldStop: { self.locked { self.stop } }) { progress in
-                        self.locked {
-                            self._partitions = Set(progress.partitions.map(\.partition))
-                            self._standbys = progress.standbys
-                        }
-                    }
-                } catch {
-                    locked { _error = error }
-                }
-            }
-            thread.start()
-        }
-
-        private func locked<T>(_ body: () -> T) -> T {
-            lock.lock()
-            defer { lock.unlock() }
-            return body()
-        }
-
-        var partitions: Set<Int32> { locked { _partitions } }
-        var standbys: [(partition: Int32, next: Int64, end: Int64?)] { locked { _standbys } }
-
-        /// Stops the member (it leaves the group) and waits for it; its error, if it failed.
-        func finish() -> (any Error)? {
-            locked { stop = true }
-            done.wait()
-            done.signal()
-            return locked { _error }
-        }
-    }
+    typealias Member = RebalanceInProcessTests.Member
 
     static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return try condition()
+        try RebalanceInProcessTests.eventually(seconds, condition)
     }
 
     static func offset(_ dir: String, _ partition: Int32) -> Int64? {
@@ -169,14 +109,14 @@ import Testing
         let first = try names.flatMap { u in try (0..<3).map { try Self.sample(u, $0) } }
         try rig.publish(first)
 
-        let a = Member(rig: rig, dir: dirA, group: group, clientID: "member-a", standby: .all)
+        let a = Member(rig: rig, dir: dirA, group: group, clientID: "member-a", standby: .all, recordRoles: true)
         var b: Member?
         defer {
             _ = b?.finish()
             _ = a.finish()
         }
         #expect(Self.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first) })
-        b = Member(rig: rig, dir: dirB, group: group, clientID: "member-b")
+        b = Member(rig: rig, dir: dirB, group: group, clientID: "member-b", recordRoles: true)
         // The group splits the two partitions; a keeps a standby of the one b owns.
         #expect(Self.eventually(40) { a.partitions.count == 1 && (b?.partitions.count ?? 0) == 1 && a.standbys.count == 1 })
         let taken = try #require(b?.partitions.first)
@@ -222,7 +162,7 @@ import Testing
         let names = Self.users(in: 0, count: 2, 2) + Self.users(in: 1, count: 2, 2)
         let events = try names.map { try Self.sample($0, 0) }
         try rig.publish(events)
-        let a = Member(rig: rig, dir: dir, group: group, clientID: "member-a")
+        let a = Member(rig: rig, dir: dir, group: group, clientID: "member-a", recordRoles: true)
         #expect(Self.eventually(30) { (try? PipelineRig.rows(dir)) == PipelineRig.rollup(events) })
         var access = rig.access()
         access.consumer.groupID = group
