@@ -45,6 +45,7 @@ final class StandbyReplicas {
     /// Partitions whose standby failed, and when: tried again after `retryAfter`.
     private var failed: [Int32: ContinuousClock.Instant] = [:]
     static let retryAfter: Duration = .seconds(10)
+    private var warnedOutOfRange = false
 
     init(choice: StandbyChoice, connection: KafkaConnection, consumer configuration: ConsumerConfiguration, logger: Logger) throws {
         self.choice = choice
@@ -85,6 +86,10 @@ final class StandbyReplicas {
     /// the set of standby shards changed.
     @discardableResult
     func follow(count: Int, owned: Set<Int32>, open: (Int32) throws -> PartitionWorker) -> Bool {
+        if !warnedOutOfRange, case .partitions(let asked) = choice, let outside = asked.first(where: { $0 >= count }) {
+            warnedOutOfRange = true
+            logger.warning("standby: the topic has \(count) partition\(count == 1 ? "" : "s") (0..\(count - 1)); partition \(outside) and any other outside that range are not followed")
+        }
         let wanted = choice.partitions(count: count, owned: owned)
         var changed = false
         for p in workers.keys where !wanted.contains(p) {

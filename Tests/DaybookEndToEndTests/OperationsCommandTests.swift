@@ -109,4 +109,66 @@ import Testing
         #expect(r.status == 0)
         #expect(!r.stderr.contains("standby"), "\(r.stderr)")
     }
+
+    /// (partition, role, lag) of each partition `status --brokers` shows for `dir`; [] until it answers.
+    static func status(_ dir: String, _ broker: BrokerProcess) -> [(partition: Int, role: String?, lag: Double?)] {
+        guard let r = try? Daybook.run(["status", "--data", dir, "--brokers", broker.bootstrap, "--format", "json"]), r.status == 0,
+              let json = try? JSONParser.parse(r.stdout), case .array(let partitions)? = json["partitions"] else { return [] }
+        return partitions.compactMap { p in
+            guard case .number(let n)? = p["partition"] else { return nil }
+            let role: String? = if case .string(let s)? = p["role"] { s } else { nil }
+            let lag: Double? = if case .number(let l)? = p["lag"] { l } else { nil }
+            return (Int(n), role, lag)
+        }
+    }
+
+    static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return try condition()
+    }
+
+    /// Two `project` processes in one group, A with `--standby all`: A's metrics file shows
+    /// its standby's lag, B is killed with -9, A takes B's partition from the standby's
+    /// offset, and A's totals equal `daybook rollup` of the log.
+    @Test(.timeLimit(.minutes(3))) func aStandbyTakesOverAfterKill9AndItsLagIsInTheMetricsFile() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        defer { _ = broker.stop() }
+        let lines = try ProjectorTests.log(samples: 2_000, users: 20, seed: 5)
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(lines.joined(separator: "\n") + "\n")]).status == 0)
+        let config = try scratch.file(#"{"kafka":{"consumer":{"session.timeout.ms":3000}}}"#, suffix: ".json")
+        let group = "e2e-standby-\(UUID().uuidString)"
+        let (dirA, dirB) = (scratch.newPath("a"), scratch.newPath("b"))
+        let common = ["project", "--brokers", broker.bootstrap, "--group", group, "--config", config]
+        let b = try DaybookProcess(common + ["--data", dirB])
+        #expect(Self.eventually(30) { Self.status(dirB, broker).filter { $0.role == "owned" && $0.lag == 0 }.count == 2 })
+        let metrics = scratch.path + "/a.prom"
+        let a = try DaybookProcess(common + ["--data", dirA, "--standby", "all", "--metrics-file", metrics, "--verbose"])
+        // The group gives each one partition; A follows the other as a standby, caught up.
+        #expect(Self.eventually(40) {
+            let s = Self.status(dirA, broker)
+            return s.filter { $0.role == "owned" && $0.lag == 0 }.count == 1 && s.filter { $0.role == "standby" && $0.lag == 0 }.count == 1
+        })
+        let standby = try #require(Self.status(dirA, broker).first { $0.role == "standby" }?.partition)
+        let t = #"topic="health-samples""#
+        #expect(Self.eventually(15) {
+            let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+            return MetricsFileTests.samples(text)["daybook_standby_lag_messages{\(t),partition=\"\(standby)\"}"] == 0
+                && MetricsFileTests.samples(text)["daybook_partition_lag_messages{\(t),partition=\"\(1 - standby)\"}"] == 0
+        })
+        let check = try Promtool.checkMetrics(try String(contentsOfFile: metrics, encoding: .utf8))
+        #expect(check.isClean, "\(check.output)")
+
+        b.kill9()
+        #expect(Self.eventually(60) { Self.status(dirA, broker).filter { $0.role == "owned" && $0.lag == 0 }.count == 2 }, "\(a.stderr)")
+        // The taken partition's shard opened where the standby had it, not at 0.
+        let opened = a.stderr.split(separator: "\n").filter { $0.contains("partition \(standby): shard at offset") }
+        #expect(opened.last.map { !$0.hasSuffix("shard at offset 0") } ?? false, "\(opened)")
+        #expect(try ProjectorTests.totals(dirA).sorted() == OperatorTests.rollup(lines))
+        kill(a.process.processIdentifier, SIGTERM)
+        #expect(a.wait(seconds: 30) == 0, "\(a.stderr)")
+    }
 }
