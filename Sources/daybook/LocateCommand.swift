@@ -22,9 +22,9 @@ enum LocateCommand: Subcommand {
     static let discussion = """
     A user's events all go to one partition, the one the producers' partitioner gives the
     user's key (kafka.partitioner, as 'daybook publish' and the projector use it), so a
-    user's totals are in one shard file (health-samples-0003.sqlite for partition 3) in the data directory of
-    the group member that owns partition P. A read service routes a request for a user to
-    that member: it asks this once per user (or calls UserLocator in DaybookPipeline, which
+    user's totals are in one shard file (health-samples-0003.sqlite for partition 3), in
+    the data directory of the group member that owns that partition. A read service
+    routes a request for a user to that member: it asks this once per user (or calls UserLocator in DaybookPipeline, which
     keeps the partition count and refreshes the group's assignment every 5 s).
 
     With --partitions N nothing is asked of the cluster: the answer is the partitioner's
