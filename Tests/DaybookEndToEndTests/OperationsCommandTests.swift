@@ -122,15 +122,6 @@ import Testing
         }
     }
 
-    static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
-        return try condition()
-    }
-
     /// Two `project` processes in one group, A with `--standby all`: A's metrics file shows
     /// its standby's lag, B is killed with -9, A takes B's partition from the standby's
     /// offset, and A's totals equal `daybook rollup` of the log.
@@ -144,17 +135,17 @@ import Testing
         let (dirA, dirB) = (scratch.newPath("a"), scratch.newPath("b"))
         let common = ["project", "--brokers", broker.bootstrap, "--group", group, "--config", config]
         let b = try DaybookProcess(common + ["--data", dirB])
-        #expect(Self.eventually(30) { Self.status(dirB, broker).filter { $0.role == "owned" && $0.lag == 0 }.count == 2 })
+        #expect(OperatorTests.eventually(30) { Self.status(dirB, broker).filter { $0.role == "owned" && $0.lag == 0 }.count == 2 })
         let metrics = scratch.path + "/a.prom"
         let a = try DaybookProcess(common + ["--data", dirA, "--standby", "all", "--metrics-file", metrics, "--verbose"])
         // The group gives each one partition; A follows the other as a standby, caught up.
-        #expect(Self.eventually(40) {
+        #expect(OperatorTests.eventually(40) {
             let s = Self.status(dirA, broker)
             return s.filter { $0.role == "owned" && $0.lag == 0 }.count == 1 && s.filter { $0.role == "standby" && $0.lag == 0 }.count == 1
         })
         let standby = try #require(Self.status(dirA, broker).first { $0.role == "standby" }?.partition)
         let t = #"topic="health-samples""#
-        #expect(Self.eventually(15) {
+        #expect(OperatorTests.eventually(15) {
             let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
             return MetricsFileTests.samples(text)["daybook_standby_lag_messages{\(t),partition=\"\(standby)\"}"] == 0
                 && MetricsFileTests.samples(text)["daybook_partition_lag_messages{\(t),partition=\"\(1 - standby)\"}"] == 0
@@ -163,7 +154,7 @@ import Testing
         #expect(check.isClean, "\(check.output)")
 
         b.kill9()
-        #expect(Self.eventually(60) { Self.status(dirA, broker).filter { $0.role == "owned" && $0.lag == 0 }.count == 2 }, "\(a.stderr)")
+        #expect(OperatorTests.eventually(60) { Self.status(dirA, broker).filter { $0.role == "owned" && $0.lag == 0 }.count == 2 }, "\(a.stderr)")
         // The taken partition's shard opened where the standby had it, not at 0.
         let opened = a.stderr.split(separator: "\n").filter { $0.contains("partition \(standby): shard at offset") }
         #expect(opened.last.map { !$0.hasSuffix("shard at offset 0") } ?? false, "\(opened)")

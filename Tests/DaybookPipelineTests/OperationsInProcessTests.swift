@@ -89,10 +89,6 @@ import Testing
 
     typealias Member = RebalanceInProcessTests.Member
 
-    static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        try RebalanceInProcessTests.eventually(seconds, condition)
-    }
-
     static func offset(_ dir: String, _ partition: Int32) -> Int64? {
         (try? ShardReader(directory: dir).offsets(topic: PipelineRig.topic))?[partition]?.nextOffset
     }
@@ -115,32 +111,32 @@ import Testing
             _ = b?.finish()
             _ = a.finish()
         }
-        #expect(Self.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first) })
+        #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first) })
         b = Member(rig: rig, dir: dirB, group: group, clientID: "member-b", recordRoles: true)
         // The group splits the two partitions; a keeps a standby of the one b owns.
-        #expect(Self.eventually(40) { a.partitions.count == 1 && (b?.partitions.count ?? 0) == 1 && a.standbys.count == 1 })
+        #expect(RebalanceInProcessTests.eventually(40) { a.partitions.count == 1 && (b?.partitions.count ?? 0) == 1 && a.standbys.count == 1 })
         let taken = try #require(b?.partitions.first)
         #expect(a.standbys.map(\.partition) == [taken])
 
         let second = try names.flatMap { u in try (3..<6).map { try Self.sample(u, $0) } }
         try rig.publish(second)
         // 15 + 15 events per partition: b's shard and a's standby of it both reach 30.
-        #expect(Self.eventually(30) { Self.offset(dirB, taken) == 30 && Self.offset(dirA, taken) == 30 })
+        #expect(RebalanceInProcessTests.eventually(30) { Self.offset(dirB, taken) == 30 && Self.offset(dirA, taken) == 30 })
         #expect(try PipelineRig.rows(dirA) == PipelineRig.rollup(first + second))
         let before = try ProjectionStatus.read(directory: dirA, access: rig.access(), timeout: .seconds(10))
         #expect(before.partitions.first { $0.partition == taken }?.role == "standby")
         #expect(before.partitions.first { $0.partition == taken }?.lag == 0)
         #expect(try ProjectionStatus.standbyShards(in: dirA, user: nil) == [taken])
-        #expect(Self.eventually(10) { a.standbys.first.map { $0.end == 30 && $0.next == 30 } ?? false })
+        #expect(RebalanceInProcessTests.eventually(10) { a.standbys.first.map { $0.end == 30 && $0.next == 30 } ?? false })
 
         // b goes; a owns both partitions, the taken one from its standby's offset 30.
         let errorB = b?.finish()
         b = nil
         #expect(errorB == nil, "\(String(describing: errorB))")
-        #expect(Self.eventually(40) { a.partitions == [0, 1] && a.standbys.isEmpty })
+        #expect(RebalanceInProcessTests.eventually(40) { a.partitions == [0, 1] && a.standbys.isEmpty })
         let third = try names.flatMap { u in try (6..<7).map { try Self.sample(u, $0) } }
         try rig.publish(third)
-        #expect(Self.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first + second + third) })
+        #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first + second + third) })
         // The owner started the shard where the standby had left it, not at 0.
         let opened = a.records.records.map(\.message).filter { $0.hasPrefix("partition \(taken): shard at offset") }
         #expect(opened.last == "partition \(taken): shard at offset 30", "\(opened)")
@@ -163,7 +159,7 @@ import Testing
         let events = try names.map { try Self.sample($0, 0) }
         try rig.publish(events)
         let a = Member(rig: rig, dir: dir, group: group, clientID: "member-a", recordRoles: true)
-        #expect(Self.eventually(30) { (try? PipelineRig.rows(dir)) == PipelineRig.rollup(events) })
+        #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dir)) == PipelineRig.rollup(events) })
         var access = rig.access()
         access.consumer.groupID = group
         let status = try ProjectionStatus.read(directory: dir, access: access, withGroup: true, timeout: .seconds(10))
