@@ -75,12 +75,15 @@ public protocol RebalanceHandler: AnyObject {
 ///
 /// Not thread-safe: one thread polls; the rebalance handler runs on it during `poll`.
 public final class KafkaConsumer {
-    private let core: RDKafkaConsumer
+    let core: RDKafkaConsumer
     private let logger: Logger
+    /// The consumer group of its configuration (joined only by `subscribe`).
+    public let groupID: String
     private weak var handler: (any RebalanceHandler)?
 
     public init(connection: KafkaConnection, configuration: ConsumerConfiguration, logger: Logger) throws(KafkaError) {
         self.logger = logger
+        groupID = configuration.groupID
         do {
             core = try RDKafkaConsumer(properties: try configuration.properties(for: connection), logger: logger)
         } catch {

@@ -184,4 +184,14 @@ final class PartitionWorker {
         stagedBytes = 0
         stagedSince = nil
     }
+
+    /// Stages `messages` and commits them at once: one poll, one batch (a standby, which
+    /// keeps up with a live log rather than racing through a long one).
+    func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> Outcome {
+        let (skipped, reread) = stage(messages)
+        var outcome = try commitStaged()
+        outcome.skipped = skipped
+        outcome.reread = reread
+        return outcome
+    }
 }

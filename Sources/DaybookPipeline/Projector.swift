@@ -54,6 +54,13 @@ public struct ProjectorOptions: Sendable {
     /// run stops instead (`replay`: its re-reading belongs to the shards it started on).
     /// Default: true.
     public var followGenerations = true
+    /// Also keep warm standby shards of these partitions while this member does not own
+    /// them (`StandbyReplicas`). Default: none.
+    public var standby: StandbyChoice?
+    /// Record what this projector does with each partition in the data directory
+    /// (`ProjectorRoles`), for `status` and readers. Default: false (a rebuild's or a
+    /// verify's projection is nobody's).
+    public var recordRoles = false
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -68,6 +75,8 @@ public struct ProjectorProgress: Sendable {
     public var partitions: [(partition: Int32, next: Int64, end: Int64?)]
     /// Set while a group member has no partitions yet: what it is waiting for.
     public var waiting: String?
+    /// Per warm standby partition (`ProjectorOptions.standby`): (partition, next offset, end of the log if known).
+    public var standbys: [(partition: Int32, next: Int64, end: Int64?)] = []
     /// Everything counted since the projector started (for a metrics file).
     public var statistics = ProjectorStatistics()
 
@@ -83,7 +92,8 @@ public struct ProjectorProgress: Sendable {
         if let waiting { return "\(command): \(applied) applied; \(waiting)" }
         let lags = partitions.map { "p\($0.partition):\(max(0, ($0.end ?? $0.next) - $0.next))" }.joined(separator: " ")
         let etaText = eta.map { String(format: "%.0fs", $0) } ?? "?"
-        return "\(command): \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)"
+        let standbyText = standbys.isEmpty ? "" : "; standby lag " + standbys.map { "p\($0.partition):\(max(0, ($0.end ?? $0.next) - $0.next))" }.joined(separator: " ")
+        return "\(command): \(applied) applied, \(String(format: "%.0f", eventsPerSecond)) events/s, lag \(lag) [\(lags)], eta \(etaText), dead letters \(deadLetters)" + standbyText
     }
 }
 
@@ -203,6 +213,10 @@ public final class Projector: RebalanceHandler {
             throw error
         }
         consumer = try KafkaConsumer(connection: connection, configuration: consumerConfiguration, logger: logger)
+        clientID = connection.clientID
+        standby = try options.standby.map {
+            try StandbyReplicas(choice: $0, connection: connection, consumer: consumerConfiguration, logger: logger)
+        }
         let reports = self.reports
         deadLetters = try KafkaProducer(connection: connection, configuration: producerConfiguration, logger: logger) { report in
             if report.error == nil { reports.delivered.append(report.id) } else { reports.failed.append(report.id) }
@@ -237,6 +251,35 @@ public final class Projector: RebalanceHandler {
     /// Each partition's high watermark when it was started (for lag before the first fetch).
     private var highAtStart: [Int32: Int64] = [:]
     private let groupID: String
+    /// This client's id (`KafkaConnection.clientID`), in owner claims and the roles file.
+    let clientID: String
+    /// Warm standby shards (`ProjectorOptions.standby`), nil without.
+    let standby: StandbyReplicas?
+    /// The roles last written to the data directory (`ProjectorOptions.recordRoles`).
+    var recordedRoles: ProjectorRoles?
+    /// The manifest the standby shards were opened under.
+    var standbyLayoutStamp: DataLayout.Stamp?
+
+    // What Projector+Standby.swift reads of the projector.
+    var workersByPartition: Dictionary<Int32, PartitionWorker>.Keys { workers.keys }
+    var assignmentsHeld: Set<Int32> { assignments.held }
+    var topicPartitionCount: Int? { partitionCount }
+    var currentLayoutStamp: DataLayout.Stamp { layout.stamp }
+    var batchSizeOption: Int { options.batchSize }
+    var isSolo: Bool { options.solo }
+    var kafkaConsumer: KafkaConsumer { consumer }
+    var recordsRoles: Bool { options.recordRoles }
+    var topicName: String { options.topic }
+    var dataDirectory: String { options.dataDirectory }
+    var partitionerName: String { partitioner.rawValue }
+    func logWarning(_ message: String) { logger.warning(message) }
+    func resizeCaches() { shareCache() }
+    /// Opens a standby shard as an owned one is opened, and checks it against the log.
+    func openStandbyWorker(_ partition: Int32) throws -> PartitionWorker {
+        let worker = try openWorker(partition)
+        try checkLog(worker.shard)
+        return worker
+    }
     private let sessionTimeoutMilliseconds: Int
     /// Per partition, the last dead-letter row handed to the DLQ producer.
     private var outboxCursor: [Int32: Int64] = [:]
@@ -275,9 +318,11 @@ public final class Projector: RebalanceHandler {
     /// ledgers, a quarter for SQLite's page cache, shared by the shards a batch works on at
     /// once (one per core; a shard gives its pages back after each commit).
     private func shareCache() {
-        let share = options.cacheBytes / max(1, workers.count)
-        let pages = options.cacheBytes / 4 / max(1, min(workers.count, ProcessInfo.processInfo.activeProcessorCount))
-        for worker in workers.values {
+        // Standby shards share the one budget with the owned ones.
+        let all = Array(workers.values) + Array(standby?.workers.values ?? [:].values)
+        let share = options.cacheBytes / max(1, all.count)
+        let pages = options.cacheBytes / 4 / max(1, min(all.count, ProcessInfo.processInfo.activeProcessorCount))
+        for worker in all {
             worker.ledger.cacheBudgetBytes = share / 4 * 3
             do {
                 try worker.shard.setPageCache(kilobytes: pages / 1_024)
@@ -295,6 +340,7 @@ public final class Projector: RebalanceHandler {
         for partition in actions.close {
             workers[partition] = nil // closes the shard and lets go of its lock
         }
+        standby?.release(actions.start) // their owner opens the same shards next
         var offsets: [TopicPartition: Int64] = [:]
         for partition in actions.start {
             let worker = try openHandedOver(partition)
@@ -303,13 +349,16 @@ public final class Projector: RebalanceHandler {
             offsets[worker.partition] = worker.shard.nextOffset
         }
         assignments.started(actions.start)
+        followStandbys()
         shareCache()
+        recordRoles()
         guard !offsets.isEmpty else { return }
         do {
             try consumer.start(offsets)
         } catch {
             throw ProjectorError(kind: .kafka, message: "starting \(offsets.keys.sorted().map(\.description).joined(separator: ", ")): \(error)")
         }
+        claim(offsets, waiting: true)
     }
 
     /// Opens the shard of a partition the group gave. A member of the group on the same
@@ -541,7 +590,9 @@ public final class Projector: RebalanceHandler {
                     }
                 }
                 assignments.took()
+                followStandbys()
                 shareCache()
+                recordRoles()
                 try consumer.readDirectly(offsets.keys.sorted(), startingAt: offsets)
             } else {
                 try consumer.subscribe([options.topic], handler: self)
@@ -557,6 +608,8 @@ public final class Projector: RebalanceHandler {
             if options.forwardDeadLetters { flushDeadLetters(timeoutMilliseconds: 5_000) }
             consumer.close()
             workers.removeAll()
+            standby?.close()
+            recordRoles(running: false)
         }
 
         while !shouldStop() {
@@ -566,6 +619,7 @@ public final class Projector: RebalanceHandler {
             } catch {
                 throw classify(error)
             }
+            followStandbysAcrossGenerations()
             let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
             try checkClusterStillAnswers(heardFrom: !events.isEmpty)
             // What the group changed during this poll is acted on before its messages count:
@@ -609,6 +663,7 @@ public final class Projector: RebalanceHandler {
             let due = duePartitions(idle: polled == 0)
             appliedSinceProgress += try commit(due, into: &summary)
             if options.forwardDeadLetters { forwardDeadLetters() }
+            applyStandbys()
 
             let now = ContinuousClock.now
             if now - lastProgress >= .seconds(1) {
@@ -685,7 +740,7 @@ public final class Projector: RebalanceHandler {
             let committed = Dictionary(uniqueKeysWithValues: partitions.compactMap { p in
                 workers[p].map { (TopicPartition(options.topic, p), $0.shard.nextOffset) }
             })
-            try? consumer.commit(committed)
+            claim(committed)
         }
         var applied = 0
         for outcome in outcomes {
@@ -755,6 +810,7 @@ public final class Projector: RebalanceHandler {
         }
         var progress = ProjectorProgress(applied: statistics.applied, deadLetters: statistics.deadLetters, eventsPerSecond: rate, partitions: parts)
         progress.statistics = statistics
+        progress.standbys = standby?.lags() ?? []
         if !options.solo, !assignments.hasAssignment || !assignments.held.isEmpty {
             progress.waiting = "waiting for consumer group \(groupID) to assign partitions (a member that restarted waits until its old membership expires: session.timeout.ms = \(sessionTimeoutMilliseconds / 1_000) s)"
         }

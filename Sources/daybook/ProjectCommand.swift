@@ -8,7 +8,7 @@ import Foundation
 enum ProjectCommand: Subcommand {
     static let name = "project"
     static let abstract = "Project health-samples into SQLite read models (one shard per partition)."
-    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--connect-timeout S] [--metrics-file PATH]"
+    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--standby PARTITIONS|all] [--connect-timeout S] [--metrics-file PATH]"
     static let options = [
         KafkaOptions.brokers,
         OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (created, mode 0700; files 0600)."),
@@ -17,6 +17,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
+        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Write Prometheus metrics to PATH every 5 s, atomically (node_exporter textfile; see METRICS)."),
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
@@ -58,6 +59,19 @@ enum ProjectCommand: Subcommand {
     is read. A projector killed with -9 leaves its last file: alert on node_exporter's
     node_textfile_mtime_seconds too.
 
+    WARM STANDBY: with --standby 0,3 (or all), a member also follows the partitions it does
+    not own, read-only, into shards of its own DIR (a consumer of its own that never joins
+    the group nor commits; dead letters are recorded, not forwarded: the owner forwards
+    them). When the group moves such a partition here (its owner died or left) it starts
+    from the standby shard's offset instead of 0: caught up in seconds instead of a
+    rebuild of the whole partition. The cost is the reading and writing of every standby
+    partition on this machine too. 'daybook status' shows each shard's role (owned,
+    standby) and lag; 'daybook totals' says when it read a standby shard (it may lag);
+    standbys need a DIR of this member's own (two members on one DIR would hold each
+    other's shards);
+    the metrics file has daybook_standby_lag_messages. Guides/Operations.md, "Running on
+    several machines", has the measured takeover times.
+
     Before reading a partition the projector checks its shard against the log: the shard's
     next offset must lie between the partition's first and last offsets, and the shard must
     come from the same cluster (its id is recorded in the shard). A gap (retention deleted
@@ -87,6 +101,19 @@ enum ProjectCommand: Subcommand {
       daybook project --brokers localhost:9092 --data /var/lib/daybook --metrics-file /var/lib/node_exporter/textfile/daybook.prom
     """
 
+    /// `all`, or partition numbers separated by commas.
+    static func standbyChoice(_ text: String) throws -> StandbyChoice {
+        if text == "all" { return .all }
+        var out = Set<Int32>()
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let p = Int32(part.trimmingCharacters(in: .whitespaces)), p >= 0 else {
+                throw CLIError.usage("--standby '\(TerminalText.escaped(String(part)))' is not a partition number: give all, or whole numbers from 0 separated by commas (0,3,5)")
+            }
+            out.insert(p)
+        }
+        return .partitions(out.sorted())
+    }
+
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("project takes no positional arguments") }
         guard let data = arguments.value("--data") else { throw CLIError.usage("project needs --data DIR") }
@@ -104,6 +131,8 @@ enum ProjectCommand: Subcommand {
         options.topic = try arguments.topic(default: options.topic)
         options.cacheBytes = config.cacheMegabytes << 20
         options.stagingBytes = config.batchMegabytes << 20
+        options.recordRoles = true
+        if let standby = arguments.value("--standby") { options.standby = try standbyChoice(standby) }
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
         // Checked and first written before anything else: a wrong path is told at once.
         var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in

@@ -23,6 +23,7 @@ struct ProjectorMetrics {
     private var failure: String?
     /// The per-partition figures of the last progress seen (the exit write has no other).
     private var partitions: [(partition: Int32, next: Int64, end: Int64?)] = []
+    private var standbys: [(partition: Int32, next: Int64, end: Int64?)] = []
 
     /// Checks `path` and writes a first file (nothing applied yet, up).
     ///
@@ -49,6 +50,7 @@ struct ProjectorMetrics {
     /// Writes the file if `interval` has passed since the last write.
     mutating func update(_ progress: ProjectorProgress) {
         partitions = progress.partitions
+        standbys = progress.standbys
         guard ContinuousClock.now - lastWrite >= interval else { return }
         write(progress.statistics, up: true)
     }
@@ -61,7 +63,7 @@ struct ProjectorMetrics {
     private mutating func write(_ statistics: ProjectorStatistics, up: Bool) {
         lastWrite = .now
         do {
-            try Self.text(topic: topic, statistics: statistics, partitions: partitions, up: up, startTime: startTime).write(to: path)
+            try Self.text(topic: topic, statistics: statistics, partitions: partitions, standbys: standbys, up: up, startTime: startTime).write(to: path)
             if failure != nil {
                 logger.warning("--metrics-file \(path): written again")
                 failure = nil
@@ -75,7 +77,7 @@ struct ProjectorMetrics {
 
     /// The projector's families. Counters count since this process started.
     static func text(topic: String, statistics s: ProjectorStatistics, partitions: [(partition: Int32, next: Int64, end: Int64?)],
-                     up: Bool, startTime: Double) -> MetricsText {
+                     standbys: [(partition: Int32, next: Int64, end: Int64?)] = [], up: Bool, startTime: Double) -> MetricsText {
         var m = MetricsText()
         let t: MetricLabels = ["topic": topic]
         m.gauge("daybook_projector_up", help: "1 while the projector runs; 0 in the file it writes when it stops.", value: up ? 1 : 0, labels: t)
@@ -107,6 +109,10 @@ struct ProjectorMetrics {
         for p in partitions {
             m.gauge("daybook_partition_next_offset", help: "The partition's next offset to apply (its shard's offset).",
                     value: p.next, labels: ["topic": topic, "partition": String(p.partition)])
+        }
+        for p in standbys {
+            m.gauge("daybook_standby_lag_messages", help: "For a warm standby shard (project --standby): messages between its next offset and the end of the partition's log.",
+                    value: max(0, (p.end ?? p.next) - p.next), labels: ["topic": topic, "partition": String(p.partition)])
         }
         return m
     }

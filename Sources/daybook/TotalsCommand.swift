@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookPipeline
 import DaybookStore
 import Foundation
 
@@ -18,7 +19,8 @@ enum TotalsCommand: Subcommand {
     static let discussion = """
     json prints exactly the lines 'daybook rollup' prints for the same log. table shows one
     row per day with what each source contributed, and days without data as 'no data' —
-    never 0. Safe to run while a projector writes.
+    never 0. Safe to run while a projector writes. A shard kept as a warm standby
+    ('project --standby') may lag the log: totals says so on stderr, naming the partition.
 
     UNKNOWN, not zero: a day not over at the last sign of life (check-in, or delivered
     sample) of a source that speaks for the metric — that day and every later one — is
@@ -82,6 +84,11 @@ enum TotalsCommand: Subcommand {
             groups = try reader.dayBlocks(query)
         } catch {
             throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
+        }
+        // A warm standby shard (project --standby) follows the log but may lag it: say so.
+        if let standby = try? ProjectionStatus.standbyShards(in: data, user: query.user), !standby.isEmpty {
+            let which = standby.count == 1 ? "partition \(standby[0])'s shard is a warm standby" : "the shards of partitions \(standby.map(String.init).joined(separator: ", ")) are warm standbys"
+            printError("totals: note: \(which) here (this member does not own \(standby.count == 1 ? "it" : "them")): it may lag the log; for current totals read the owner's (daybook locate --user U --brokers B --group G)")
         }
         var out = OutputBuffer()
         switch format {

@@ -1,6 +1,7 @@
 @testable import DaybookPipeline
 import DaybookCore
 import DaybookKafka
+import DaybookLog
 import DaybookStore
 import Foundation
 import Testing
@@ -53,28 +54,38 @@ import Testing
 /// arrival moves partitions from the first (which closes their shards in its poll loop,
 /// letting go of their locks) and the shards end equal to the in-memory rollup.
 @Suite(.serialized) struct RebalanceInProcessTests {
-    /// A member running on its own thread until told to stop.
+    /// A member running on its own thread until told to stop: under `clientID`, with warm
+    /// standbys of `standby`, recording its roles in `dir` if `recordRoles`; what it logs
+    /// at info level is kept in `records`.
     final class Member: @unchecked Sendable {
         private let lock = NSLock()
         private var stop = false
         private var _partitions: Set<Int32> = []
+        private var _standbys: [(partition: Int32, next: Int64, end: Int64?)] = []
         private var _maxPartitions = 0
         private var _error: (any Error)?
         private let done = DispatchSemaphore(value: 0)
+        let records = InMemoryLogHandler()
 
-        init(rig: PipelineRig, dir: String, group: String) {
-            let connection = rig.connection
+        init(rig: PipelineRig, dir: String, group: String, clientID: String = "daybook", standby: StandbyChoice? = nil, recordRoles: Bool = false) {
+            var named = rig.connection
+            named.clientID = clientID
+            let connection = named
             let consumer = rig.consumer(group: group)
+            let logger = Logger(label: clientID, level: .info, handler: records)
             let thread = Thread { [self] in
                 defer { done.signal() }
                 do {
                     var options = ProjectorOptions(dataDirectory: dir)
                     options.connectTimeout = .seconds(10)
+                    options.standby = standby
+                    options.recordRoles = recordRoles
                     let projector = try Projector(connection: connection, consumer: consumer, producer: ProducerConfiguration(),
-                                                  priority: .builtIn, options: options, logger: .silent)
+                                                  priority: .builtIn, options: options, logger: logger)
                     _ = try projector.run(shouldStop: { self.locked { self.stop } }) { progress in
                         self.locked {
                             self._partitions = Set(progress.partitions.map(\.partition))
+                            self._standbys = progress.standbys
                             self._maxPartitions = max(self._maxPartitions, self._partitions.count)
                         }
                     }
@@ -92,6 +103,7 @@ import Testing
         }
 
         var partitions: Set<Int32> { locked { _partitions } }
+        var standbys: [(partition: Int32, next: Int64, end: Int64?)] { locked { _standbys } }
         var maxPartitions: Int { locked { _maxPartitions } }
 
         /// Stops the member and waits for it; its error, if it failed.

@@ -1,0 +1,184 @@
+import DaybookCore
+import DaybookKafka
+import DaybookLog
+import DaybookPipeline
+import DaybookPublish
+import DaybookStore
+import Foundation
+import Testing
+
+/// What operators see across machines: `UserLocator` (locate), `ProjectionStatus`
+/// (status) and warm standby shards, against the embedded broker over TCP.
+@Suite(.serialized) struct OperationsInProcessTests {
+    /// The first users `user-0`, `user-1`, … whose home partition (murmur2, `count`
+    /// partitions) is `partition`.
+    static func users(in partition: Int32, count: Int, _ n: Int) -> [String] {
+        (0..<10_000).lazy.map { "user-\($0)" }.filter { Partitioner.murmur2Random.partition(ofKey: $0.utf8, count: count) == partition }.prefix(n).map { $0 }
+    }
+
+    /// One steps sample of `user` at minute `i` of 2024-03-25 (distinct uuids: each adds a row's worth).
+    static func sample(_ user: String, _ i: Int) throws -> Event {
+        let start = 8 * 60 + i
+        let text = { (m: Int) in String(format: "2024-03-25T%02d:%02d:00Z", m / 60, m % 60) }
+        return try Fixture.sample(user, "\(user)-s\(i)", "watch", text(start), text(start + 1), 10)
+    }
+
+    @Test func locateAgreesWithThePartitionPublishChose() throws {
+        let rig = try PipelineRig(partitions: 4)
+        let publisher = try EventPublisher(connection: rig.connection)
+        let names = ["ana", "ben", "chloé", "user-17", "Δ-42", "zoë@example.com", "x"]
+        let outcomes = try publisher.publish(try names.enumerated().map { try Self.sample($0.element, $0.offset) })
+        try publisher.close()
+        let locator = try UserLocator(access: rig.access(), group: false, timeout: .seconds(10))
+        #expect(locator.partitionCount == 4)
+        var seen = Set<Int32>()
+        for (name, outcome) in zip(names, outcomes) {
+            guard case .delivered(let partition, _) = outcome else {
+                Issue.record("\(name) not delivered: \(outcome)")
+                continue
+            }
+            let location = try locator.locate(user: name)
+            #expect(location.partition == partition, "\(name)")
+            #expect(location.shard == Shard.fileName(topic: PipelineRig.topic, partition: partition))
+            #expect(location.owner == nil)
+            #expect(UserLocator.locate(user: name, count: 4, partitioner: .murmur2Random) == location)
+            seen.insert(partition)
+        }
+        // The users are spread: the check is not one partition compared with itself.
+        #expect(seen.count >= 2)
+    }
+
+    @Test func lagIsTheEventsPublishedAfterTheLastProjectionPerPartition() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
+        // Before: 4 events of u0 (partition 0), 2 of u1 (partition 1), and one malformed
+        // message keyed by u1 (a dead letter in partition 1, not forwarded: pending 1).
+        try rig.publish(try (0..<4).map { try Self.sample(u0, $0) } + (0..<2).map { try Self.sample(u1, $0) })
+        try rig.publishRaw([(key: u1, value: "{not json")])
+        let dir = rig.dataDirectory()
+        try rig.project(into: dir) { $0.forwardDeadLetters = false }
+        // After: 3 more of u0 and 5 more of u1: lag 3 in partition 0 and 5 in partition 1
+        // (not the 8 of the whole topic, nor 0 as the shards alone would say).
+        try rig.publish(try (4..<7).map { try Self.sample(u0, $0) } + (2..<7).map { try Self.sample(u1, $0) })
+
+        let status = try ProjectionStatus.read(directory: dir, access: rig.access(), timeout: .seconds(10))
+        #expect(status.partitions.map(\.partition) == [0, 1])
+        let (p0, p1) = (status.partitions[0], status.partitions[1])
+        // Partition 0: 4 applied, log end 4 + 3 = 7. Partition 1: 2 + 1 applied, end 3 + 5 = 8.
+        #expect(p0.nextOffset == 4)
+        #expect(p0.logEndOffset == 7)
+        #expect(p0.lag == 3)
+        #expect(p1.nextOffset == 3)
+        #expect(p1.logEndOffset == 8)
+        #expect(p1.lag == 5)
+        #expect(p0.deadLettersPending == 0)
+        #expect(p1.deadLetters == 1)
+        #expect(p1.deadLettersPending == 1)
+        #expect(p0.clusterMatches != false && p1.clusterMatches != false)
+        #expect(p0.shard == dir + "/" + Shard.fileName(topic: PipelineRig.topic, partition: 0))
+        #expect(p0.lastCommit != nil)
+        #expect(status.warnings.isEmpty, "\(status.warnings)")
+
+        // Without a cluster: the shards' own figures, no lag.
+        let offline = try ProjectionStatus.read(directory: dir)
+        #expect(offline.partitions.map(\.nextOffset) == [4, 3])
+        #expect(offline.partitions.allSatisfy { $0.lag == nil && $0.logEndOffset == nil })
+        // A directory that is not there is said so.
+        #expect(throws: Shard.ShardError.self) { try ProjectionStatus.read(directory: dir + "-missing") }
+    }
+
+    typealias Member = RebalanceInProcessTests.Member
+
+    static func offset(_ dir: String, _ partition: Int32) -> Int64? {
+        (try? ShardReader(directory: dir).offsets(topic: PipelineRig.topic))?[partition]?.nextOffset
+    }
+
+    /// Two members; `a` keeps standbys of what it does not own. When `b` goes, `a` takes
+    /// its partition and starts it at the standby's offset, not 0; `a`'s directory equals
+    /// the rollup of the whole log throughout (owned plus standby shards).
+    @Test(.timeLimit(.minutes(3))) func theSurvivorTakesOverFromItsStandbyNotFromZero() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let group = "standby-\(UUID().uuidString)"
+        let (dirA, dirB) = (rig.dataDirectory(), rig.dataDirectory())
+        // Five users per partition, 3 samples each: 15 events per partition.
+        let names = Self.users(in: 0, count: 2, 5) + Self.users(in: 1, count: 2, 5)
+        let first = try names.flatMap { u in try (0..<3).map { try Self.sample(u, $0) } }
+        try rig.publish(first)
+
+        let a = Member(rig: rig, dir: dirA, group: group, clientID: "member-a", standby: .all, recordRoles: true)
+        var b: Member?
+        defer {
+            _ = b?.finish()
+            _ = a.finish()
+        }
+        #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first) })
+        b = Member(rig: rig, dir: dirB, group: group, clientID: "member-b", recordRoles: true)
+        // The group splits the two partitions; a keeps a standby of the one b owns.
+        #expect(RebalanceInProcessTests.eventually(40) { a.partitions.count == 1 && (b?.partitions.count ?? 0) == 1 && a.standbys.count == 1 })
+        let taken = try #require(b?.partitions.first)
+        #expect(a.standbys.map(\.partition) == [taken])
+
+        let second = try names.flatMap { u in try (3..<6).map { try Self.sample(u, $0) } }
+        try rig.publish(second)
+        // 15 + 15 events per partition: b's shard and a's standby of it both reach 30.
+        #expect(RebalanceInProcessTests.eventually(30) { Self.offset(dirB, taken) == 30 && Self.offset(dirA, taken) == 30 })
+        #expect(try PipelineRig.rows(dirA) == PipelineRig.rollup(first + second))
+        let before = try ProjectionStatus.read(directory: dirA, access: rig.access(), timeout: .seconds(10))
+        #expect(before.partitions.first { $0.partition == taken }?.role == "standby")
+        #expect(before.partitions.first { $0.partition == taken }?.lag == 0)
+        #expect(try ProjectionStatus.standbyShards(in: dirA, user: nil) == [taken])
+        #expect(RebalanceInProcessTests.eventually(10) { a.standbys.first.map { $0.end == 30 && $0.next == 30 } ?? false })
+
+        // b goes; a owns both partitions, the taken one from its standby's offset 30.
+        let errorB = b?.finish()
+        b = nil
+        #expect(errorB == nil, "\(String(describing: errorB))")
+        #expect(RebalanceInProcessTests.eventually(40) { a.partitions == [0, 1] && a.standbys.isEmpty })
+        let third = try names.flatMap { u in try (6..<7).map { try Self.sample(u, $0) } }
+        try rig.publish(third)
+        #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first + second + third) })
+        // The owner started the shard where the standby had left it, not at 0.
+        let opened = a.records.records.map(\.message).filter { $0.hasPrefix("partition \(taken): shard at offset") }
+        #expect(opened.last == "partition \(taken): shard at offset 30", "\(opened)")
+        let after = try ProjectionStatus.read(directory: dirA)
+        #expect(after.partitions.first { $0.partition == taken }?.role == "owned")
+        #expect(try ProjectionStatus.standbyShards(in: dirA, user: nil) == [])
+        let errorA = a.finish()
+        #expect(errorA == nil, "\(String(describing: errorA))")
+        // 15 + 15 + 5 events per partition.
+        #expect(Self.offset(dirA, 0) == 35 && Self.offset(dirA, 1) == 35)
+    }
+
+    /// With a group: the members (from the owners' claims on the embedded broker), who
+    /// holds each partition, and a warning for a partition owned here whose shard starts at 0.
+    @Test(.timeLimit(.minutes(2))) func statusNamesTheMembersAndWarnsOfAnOwnedShardAtZero() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let group = "status-\(UUID().uuidString)"
+        let dir = rig.dataDirectory()
+        let names = Self.users(in: 0, count: 2, 2) + Self.users(in: 1, count: 2, 2)
+        let events = try names.map { try Self.sample($0, 0) }
+        try rig.publish(events)
+        let a = Member(rig: rig, dir: dir, group: group, clientID: "member-a", recordRoles: true)
+        #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dir)) == PipelineRig.rollup(events) })
+        var access = rig.access()
+        access.consumer.groupID = group
+        let status = try ProjectionStatus.read(directory: dir, access: access, withGroup: true, timeout: .seconds(10))
+        let members = try #require(status.group?.members)
+        #expect(members.count == 1)
+        #expect(members.first?.clientID == "member-a")
+        #expect(members.first?.partitions == [0, 1])
+        #expect(status.partitions.allSatisfy { $0.owner?.clientID == "member-a" && $0.role == "owned" && $0.lag == 0 })
+        #expect(status.warnings.isEmpty, "\(status.warnings)")
+        let locator = try UserLocator(access: access, group: true, timeout: .seconds(10))
+        #expect(try locator.locate(user: names[0]).owner?.clientID == "member-a")
+        #expect(a.finish() == nil)
+
+        // The shard of partition 0 is lost here: the member that owns it would start it at 0.
+        try FileManager.default.removeItem(atPath: dir + "/" + Shard.fileName(topic: PipelineRig.topic, partition: 0))
+        let lost = try ProjectionStatus.read(directory: dir, access: access, withGroup: true, timeout: .seconds(10))
+        #expect(lost.partitions.first?.shard == nil)
+        #expect(lost.partitions.first?.lag == 2)
+        #expect(lost.warnings.count == 1)
+        #expect(lost.warnings.first?.hasPrefix("partition 0 is owned by this directory's member (member-a") == true, "\(lost.warnings)")
+    }
+}
