@@ -18,8 +18,9 @@ public struct ProjectorOptions: Sendable {
     /// for a session timeout; shard locks still keep a second projector out). Default: false.
     public var solo = false
     /// Messages read per poll, decoded into each partition's staged batch at once (librdkafka's
-    /// buffers go back after each poll). Default: 50000.
-    public var batchSize = 50_000
+    /// buffers go back after each poll). Default: 16384 (measured on 1M events in arrival
+    /// order, 64 partitions: 236–245 MiB peak against 257–268 with 50000, ~5 % more CPU).
+    public var batchSize = 16_384
     /// A partition's staged events are committed as one transaction once there are this
     /// many (a load and a commit cost about the same for 800 events of a shard's users as
     /// for 4,000). Default: 4096.
