@@ -668,6 +668,9 @@ private struct MetricState {
         loaded.remove(day)
         dayUse[day] = nil
         var dropped: [String] = []
+        // Per bucket day, the seqs leaving it and their zones: each bucket is rewritten once
+        // (removing records one by one searches a bucket for each: quadratic in a day's samples).
+        var leaving: [Int32: [(seq: Int64, zone: Int32)]] = [:]
         // Records found under `day`: cumulative buckets are UTC days; heart rate's are civil
         // days, within a day of the UTC day of the start.
         for bucketDay in cumulative ? day...day : (day - 1)...(day + 1) {
@@ -676,9 +679,22 @@ private struct MetricState {
                 guard let r = records[seq] else { continue }
                 if !cumulative, MetricState.loadDays(start: r.start, end: r.end, cumulative: false).lowerBound != day { continue }
                 guard !MetricState.loadDays(start: r.start, end: r.end, cumulative: cumulative).contains(where: loaded.contains) else { continue }
-                remove(r, cumulative: cumulative, zones: zones)
+                records[seq] = nil
+                for d in bucketDays(of: r, cumulative: cumulative, zones: zones) { leaving[d, default: []].append((seq, r.zone)) }
                 dropped.append(r.uuid)
             }
+        }
+        for (d, gone) in leaving {
+            guard var bucket = buckets[d] else { continue }
+            let seqs = Set(gone.map(\.seq))
+            bucket.seqs.removeAll { seqs.contains($0) }
+            for (_, zone) in gone {
+                if let k = bucket.zones.firstIndex(where: { $0.zone == zone }) {
+                    bucket.zones[k].count -= 1
+                    if bucket.zones[k].count == 0 { bucket.zones.remove(at: k) }
+                }
+            }
+            buckets[d] = bucket.seqs.isEmpty ? nil : bucket
         }
         return dropped
     }
