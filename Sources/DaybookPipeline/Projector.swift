@@ -25,8 +25,11 @@ public struct ProjectorOptions: Sendable {
     /// many (a load and a commit cost about the same for 800 events of a shard's users as
     /// for 4,000). Default: 4096.
     public var minimumBatch = 4_096
-    /// ... or once the oldest of them has waited this long. Default: 1 s.
-    public var maximumBatchDelay: Duration = .seconds(1)
+    /// ... or once the oldest of them has waited this long. A live stream does not wait for
+    /// it: a batch that reaches the partition's end commits at once; this bounds a catch-up
+    /// whose end is not known yet. Default: 5 s (1 s cut the 1M arrival-order batches
+    /// short: 29k cache misses against 22k, ~12 % more CPU).
+    public var maximumBatchDelay: Duration = .seconds(5)
     /// ... or once all partitions' staged events together take about this many bytes
     /// (decoded, not librdkafka's buffers, which go back after each poll). Default: 48 MiB.
     public var stagingBytes = 48 << 20
