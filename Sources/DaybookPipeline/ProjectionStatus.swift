@@ -17,7 +17,9 @@ public struct ProjectionStatus: Sendable {
         public var nextOffset: Int64
         /// With a cluster: the end of the partition's log (its next offset to be written).
         public var logEndOffset: Int64?
-        /// `logEndOffset - nextOffset`: events published and not yet in the shard.
+        /// `logEndOffset - nextOffset`: events published and not yet in the shard; nil
+        /// without a cluster, and for a shard not from the log reached (another cluster's,
+        /// or one ahead of the log's end: a warning says which).
         public var lag: Int64?
         public var deadLetters: Int
         /// Dead letters recorded in this shard and not forwarded to the dead-letter topic
@@ -101,7 +103,9 @@ public struct ProjectionStatus: Sendable {
                 do {
                     let marks = try consumer.watermarks(TopicPartition(topic, p), timeoutMilliseconds: timeout.wholeMilliseconds)
                     entry.logEndOffset = marks.high
-                    entry.lag = marks.high - entry.nextOffset
+                    // A shard of another log has no lag behind this one: a difference of
+                    // unrelated offsets (negative when the shard is ahead) would read as one.
+                    if entry.clusterMatches != false && entry.nextOffset <= marks.high { entry.lag = marks.high - entry.nextOffset }
                     if entry.nextOffset > marks.high {
                         status.warnings.append("partition \(p): \(entry.shard ?? "the shard") has applied offsets up to \(entry.nextOffset - 1), but the log ends at \(marks.high): it is not the log the shard was built from")
                     } else if entry.nextOffset < marks.low {
