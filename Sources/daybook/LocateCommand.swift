@@ -52,6 +52,7 @@ enum LocateCommand: Subcommand {
         let format = arguments.value("--format") ?? "table"
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
         let topic = try arguments.topic(default: "health-samples")
+        _ = try KafkaOptions.connectTimeout(arguments)
         let hasCount = arguments.value("--partitions") != nil
         guard hasCount != (arguments.value("--brokers") != nil) else {
             throw CLIError.usage(hasCount ? "give --partitions N or --brokers B, not both" : "locate needs --partitions N (the topic's partition count) or --brokers B (to ask the cluster)")

@@ -68,7 +68,7 @@ enum StatusCommand: Subcommand {
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
         let topic = try arguments.topic(default: "health-samples")
         var access: LogAccess?
-        var timeout = Duration.seconds(30)
+        var timeout = try KafkaOptions.connectTimeout(arguments)
         if arguments.value("--brokers") != nil || arguments.value("--config") != nil {
             var (config, connectTimeout) = try KafkaOptions.load(arguments, command: "status")
             if let group = arguments.value("--group") { config.consumer.groupID = try groupName(group) }
