@@ -85,6 +85,13 @@ import Testing
             let r = try Daybook.run(args)
             #expect(r.status == Int32(code), "\(args): \(r.stderr)")
         }
+        // A --config's kafka.bootstrap.servers stands in for --brokers, as --brokers' help
+        // says (it used to be a usage error, 64): this one names a port nothing listens on.
+        let config = scratch.newPath("unreachable.json")
+        try #"{"kafka":{"bootstrap.servers":"127.0.0.1:1"}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let viaConfig = try Daybook.run(["locate", "--user", "ana", "--config", config, "--connect-timeout", "2"])
+        #expect(viaConfig.status == 69, "\(viaConfig.stderr)")
+        #expect(viaConfig.stderr.contains("cannot reach the Kafka cluster"), "\(viaConfig.stderr)")
     }
 
     @Test func helpTeaches() throws {
