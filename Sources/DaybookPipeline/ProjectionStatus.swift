@@ -58,7 +58,7 @@ public struct ProjectionStatus: Sendable {
     /// with `withGroup` too, asks who in `access.consumer.groupID` holds each partition.
     ///
     /// - Throws: `ShardError` `.missingDirectory` when `directory` is not there, `.notAShard`
-    ///   for a file that is not a shard; `ProjectorError` `.kafka` when the cluster does not
+    ///   for a file that is not a shard (a damaged roles file is a warning); `ProjectorError` `.kafka` when the cluster does not
     ///   answer within `timeout` or the topic is missing.
     public static func read(directory: String, topic: String = "health-samples", access: LogAccess? = nil, withGroup: Bool = false,
                             timeout: Duration = .seconds(30), logger: Logger = .silent) throws -> ProjectionStatus {
@@ -76,9 +76,18 @@ public struct ProjectionStatus: Sendable {
                 clusterMatches: nil, priorityMatches: layout.priority.map { state.fingerprint == $0.fingerprint },
                 clusterID: state.clusterID)
         }
-        let roles = try ProjectorRoles.read(directory)
+        // The roles file only says what the projector last did: damaged, it costs the ROLE
+        // column and a warning, not the shards' figures (as `totals` reads on without it).
+        var warnings: [String] = []
+        let roles: ProjectorRoles?
+        do {
+            roles = try ProjectorRoles.read(directory)
+        } catch {
+            roles = nil
+            warnings.append("\(error)")
+        }
         var status = ProjectionStatus(directory: directory, topic: topic, generation: layout.generation, roles: roles, group: nil,
-                                      partitions: [], warnings: [])
+                                      partitions: [], warnings: warnings)
         for p in roles?.owned ?? [] { byPartition[p]?.role = "owned" }
         for p in roles?.standby ?? [] { byPartition[p]?.role = "standby" }
 

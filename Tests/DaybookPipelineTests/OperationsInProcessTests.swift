@@ -116,6 +116,22 @@ import Testing
         #expect(status.warnings.contains { $0.hasPrefix("partition 1:") && $0.contains("log ends at 2") })
     }
 
+    /// A damaged roles file costs the roles and a warning, not the shards' figures.
+    @Test func aDamagedRolesFileIsAWarningNotAFailure() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
+        // 2 events of u0 (partition 0: next offset 2) and 1 of u1 (partition 1: next 1).
+        try rig.publish(try (0..<2).map { try Self.sample(u0, $0) } + [try Self.sample(u1, 0)])
+        let dir = rig.dataDirectory()
+        try rig.project(into: dir)
+        try "{broken".write(toFile: dir + "/roles.json", atomically: true, encoding: .utf8)
+        let status = try ProjectionStatus.read(directory: dir)
+        #expect(status.partitions.map(\.nextOffset) == [2, 1])
+        #expect(status.roles == nil)
+        #expect(status.partitions.allSatisfy { $0.role == nil })
+        #expect(status.warnings.count == 1 && status.warnings[0].contains("roles.json is damaged"), "\(status.warnings)")
+    }
+
     typealias Member = RebalanceInProcessTests.Member
 
     static func offset(_ dir: String, _ partition: Int32) -> Int64? {
