@@ -17,7 +17,9 @@ public struct ProjectionStatus: Sendable {
         public var nextOffset: Int64
         /// With a cluster: the end of the partition's log (its next offset to be written).
         public var logEndOffset: Int64?
-        /// `logEndOffset - nextOffset`: events published and not yet in the shard.
+        /// `logEndOffset - nextOffset`: events published and not yet in the shard; nil
+        /// without a cluster, and for a shard not from the log reached (another cluster's,
+        /// or one ahead of the log's end: a warning says which).
         public var lag: Int64?
         public var deadLetters: Int
         /// Dead letters recorded in this shard and not forwarded to the dead-letter topic
@@ -56,7 +58,7 @@ public struct ProjectionStatus: Sendable {
     /// with `withGroup` too, asks who in `access.consumer.groupID` holds each partition.
     ///
     /// - Throws: `ShardError` `.missingDirectory` when `directory` is not there, `.notAShard`
-    ///   for a file that is not a shard; `ProjectorError` `.kafka` when the cluster does not
+    ///   for a file that is not a shard (a damaged roles file is a warning); `ProjectorError` `.kafka` when the cluster does not
     ///   answer within `timeout` or the topic is missing.
     public static func read(directory: String, topic: String = "health-samples", access: LogAccess? = nil, withGroup: Bool = false,
                             timeout: Duration = .seconds(30), logger: Logger = .silent) throws -> ProjectionStatus {
@@ -74,9 +76,18 @@ public struct ProjectionStatus: Sendable {
                 clusterMatches: nil, priorityMatches: layout.priority.map { state.fingerprint == $0.fingerprint },
                 clusterID: state.clusterID)
         }
-        let roles = try ProjectorRoles.read(directory)
+        // The roles file only says what the projector last did: damaged, it costs the ROLE
+        // column and a warning, not the shards' figures (as `totals` reads on without it).
+        var warnings: [String] = []
+        let roles: ProjectorRoles?
+        do {
+            roles = try ProjectorRoles.read(directory)
+        } catch {
+            roles = nil
+            warnings.append("\(error)")
+        }
         var status = ProjectionStatus(directory: directory, topic: topic, generation: layout.generation, roles: roles, group: nil,
-                                      partitions: [], warnings: [])
+                                      partitions: [], warnings: warnings)
         for p in roles?.owned ?? [] { byPartition[p]?.role = "owned" }
         for p in roles?.standby ?? [] { byPartition[p]?.role = "standby" }
 
@@ -101,7 +112,9 @@ public struct ProjectionStatus: Sendable {
                 do {
                     let marks = try consumer.watermarks(TopicPartition(topic, p), timeoutMilliseconds: timeout.wholeMilliseconds)
                     entry.logEndOffset = marks.high
-                    entry.lag = marks.high - entry.nextOffset
+                    // A shard of another log has no lag behind this one: a difference of
+                    // unrelated offsets (negative when the shard is ahead) would read as one.
+                    if entry.clusterMatches != false && entry.nextOffset <= marks.high { entry.lag = marks.high - entry.nextOffset }
                     if entry.nextOffset > marks.high {
                         status.warnings.append("partition \(p): \(entry.shard ?? "the shard") has applied offsets up to \(entry.nextOffset - 1), but the log ends at \(marks.high): it is not the log the shard was built from")
                     } else if entry.nextOffset < marks.low {

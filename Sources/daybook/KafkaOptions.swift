@@ -25,8 +25,14 @@ enum KafkaOptions {
             }
             throw CLIError(code: ExitCode.config, message: "kafka.bootstrap.servers in \(arguments.value("--config") ?? "the configuration"): \(named(config.connection.bootstrapServers))")
         }
-        let seconds = try arguments.integer("--connect-timeout", default: 30, in: 1...3_600)
-        return (config, .seconds(seconds))
+        return (config, try connectTimeout(arguments))
+    }
+
+    /// `--connect-timeout` (default 30 s), checked even by a command that may not ask a
+    /// cluster this time (status without --brokers, locate --partitions): a bad value is a
+    /// usage error whether or not it would have been used.
+    static func connectTimeout(_ arguments: ParsedArguments) throws -> Duration {
+        .seconds(try arguments.integer("--connect-timeout", default: 30, in: 1...3_600))
     }
 
     /// `dir`, else ./topics if it exists, else the built-in definitions.

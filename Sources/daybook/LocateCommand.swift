@@ -35,6 +35,9 @@ enum LocateCommand: Subcommand {
     with -9 stays named until the group gives its partitions to another (session timeout).
     owner is null without --group, or when no member holds the partition.
 
+    Without --brokers, a --config given without --partitions names the cluster
+    (kafka.bootstrap.servers).
+
     EXIT CODES: 0 found; 64 usage (no --user, neither or both of --partitions and
     --brokers, --group without --brokers); 69 the cluster did not answer within
     --connect-timeout, or the topic is missing; 78 bad configuration.
@@ -52,8 +55,12 @@ enum LocateCommand: Subcommand {
         let format = arguments.value("--format") ?? "table"
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
         let topic = try arguments.topic(default: "health-samples")
+        _ = try KafkaOptions.connectTimeout(arguments)
         let hasCount = arguments.value("--partitions") != nil
-        guard hasCount != (arguments.value("--brokers") != nil) else {
+        // The cluster is --brokers, or else (as for every command) kafka.bootstrap.servers
+        // of a --config given without --partitions.
+        let asksCluster = arguments.value("--brokers") != nil || (!hasCount && arguments.value("--config") != nil)
+        guard hasCount != asksCluster else {
             throw CLIError.usage(hasCount ? "give --partitions N or --brokers B, not both" : "locate needs --partitions N (the topic's partition count) or --brokers B (to ask the cluster)")
         }
         let location: UserLocation

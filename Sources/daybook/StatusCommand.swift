@@ -41,7 +41,8 @@ enum StatusCommand: Subcommand {
     JSON: {"directory","topic","generation","partitions":[…],"group":{…}|null,"warnings":[…]},
     each partition {"partition","shard","generation","next_offset","log_end_offset","lag",
     "dead_letters","dead_letters_pending","last_commit","cluster_matches","priority_matches",
-    "role","owner"}; fields not known are null (log_end_offset and lag without --brokers).
+    "role","owner"}; fields not known are null (log_end_offset and lag without --brokers;
+    lag of a shard from another cluster or ahead of the log, which has no lag behind it).
 
     EXIT CODES: 0 shown (warnings included: read them); 64 usage; 65 a file in DIR is not
     a shard; 66 DIR missing or not a directory; 69 --brokers unreachable within
@@ -67,7 +68,7 @@ enum StatusCommand: Subcommand {
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
         let topic = try arguments.topic(default: "health-samples")
         var access: LogAccess?
-        var timeout = Duration.seconds(30)
+        var timeout = try KafkaOptions.connectTimeout(arguments)
         if arguments.value("--brokers") != nil || arguments.value("--config") != nil {
             var (config, connectTimeout) = try KafkaOptions.load(arguments, command: "status")
             if let group = arguments.value("--group") { config.consumer.groupID = try groupName(group) }

@@ -27,6 +27,11 @@ import Testing
         #expect(r.stderr.contains("--group needs --brokers"), "\(r.stderr)")
         r = try Daybook.run(["status", "--data", empty, "--format", "yaml"])
         #expect(r.status == 64, "\(r.stderr)")
+        // A bad --connect-timeout is refused even when no cluster is asked (it used to be
+        // ignored, exit 0).
+        r = try Daybook.run(["status", "--data", empty, "--connect-timeout", "abc"])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--connect-timeout") && r.stderr.contains("'abc'"), "\(r.stderr)")
         r = try Daybook.run(["status", "--data", empty, "--format", "json"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("{\"directory\":"), "\(r.stdout)")
@@ -75,10 +80,18 @@ import Testing
         for (args, code) in [(["locate", "--user", "ana"], 64), (["locate", "--partitions", "4"], 64),
                              (["locate", "--user", "ana", "--partitions", "4", "--brokers", "localhost:9092"], 64),
                              (["locate", "--user", "ana", "--partitions", "4", "--group", "g"], 64),
+                             (["locate", "--user", "ana", "--partitions", "4", "--connect-timeout", "0"], 64),
                              (["locate", "--user", "ana", "--brokers", "127.0.0.1:1", "--connect-timeout", "2"], 69)] {
             let r = try Daybook.run(args)
             #expect(r.status == Int32(code), "\(args): \(r.stderr)")
         }
+        // A --config's kafka.bootstrap.servers stands in for --brokers, as --brokers' help
+        // says (it used to be a usage error, 64): this one names a port nothing listens on.
+        let config = scratch.newPath("unreachable.json")
+        try #"{"kafka":{"bootstrap.servers":"127.0.0.1:1"}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let viaConfig = try Daybook.run(["locate", "--user", "ana", "--config", config, "--connect-timeout", "2"])
+        #expect(viaConfig.status == 69, "\(viaConfig.stderr)")
+        #expect(viaConfig.stderr.contains("cannot reach the Kafka cluster"), "\(viaConfig.stderr)")
     }
 
     @Test func helpTeaches() throws {

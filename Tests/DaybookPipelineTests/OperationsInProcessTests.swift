@@ -87,6 +87,51 @@ import Testing
         #expect(throws: Shard.ShardError.self) { try ProjectionStatus.read(directory: dir + "-missing") }
     }
 
+    /// A shard not from the log reached has no lag behind it: status warns and leaves lag
+    /// null rather than print a difference of unrelated offsets.
+    @Test func aShardOfAnotherLogHasNoLag() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
+        // 3 events of u0 (partition 0, log end 3) and 2 of u1 (partition 1, log end 2).
+        try rig.publish(try (0..<3).map { try Self.sample(u0, $0) } + (0..<2).map { try Self.sample(u1, $0) })
+        let dir = rig.dataDirectory()
+        try rig.project(into: dir)
+        // Partition 0's shard now says another cluster built it; partition 1's that it
+        // applied up to offset 9 (next 10), past the log's end of 2: lag 3 - 3 = 0 and
+        // 2 - 10 = -8 would be numbers about another log.
+        try PipelineRig.edit(try PipelineRig.shard(dir, partition: 0), "UPDATE meta SET value = 'another-cluster' WHERE key = 'cluster_id'")
+        try PipelineRig.edit(try PipelineRig.shard(dir, partition: 1), "UPDATE progress SET next_offset = 10")
+
+        let status = try ProjectionStatus.read(directory: dir, access: rig.access(), timeout: .seconds(10))
+        let (p0, p1) = (status.partitions[0], status.partitions[1])
+        #expect(p0.clusterMatches == false)
+        #expect(p0.logEndOffset == 3)
+        #expect(p0.lag == nil)
+        #expect(p1.nextOffset == 10)
+        #expect(p1.logEndOffset == 2)
+        #expect(p1.lag == nil)
+        // One warning for each: the other cluster, and the shard ahead of the log.
+        #expect(status.warnings.count == 2, "\(status.warnings)")
+        #expect(status.warnings.contains { $0.hasPrefix("partition 0:") && $0.contains("another-cluster") })
+        #expect(status.warnings.contains { $0.hasPrefix("partition 1:") && $0.contains("log ends at 2") })
+    }
+
+    /// A damaged roles file costs the roles and a warning, not the shards' figures.
+    @Test func aDamagedRolesFileIsAWarningNotAFailure() throws {
+        let rig = try PipelineRig(partitions: 2)
+        let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
+        // 2 events of u0 (partition 0: next offset 2) and 1 of u1 (partition 1: next 1).
+        try rig.publish(try (0..<2).map { try Self.sample(u0, $0) } + [try Self.sample(u1, 0)])
+        let dir = rig.dataDirectory()
+        try rig.project(into: dir)
+        try "{broken".write(toFile: dir + "/roles.json", atomically: true, encoding: .utf8)
+        let status = try ProjectionStatus.read(directory: dir)
+        #expect(status.partitions.map(\.nextOffset) == [2, 1])
+        #expect(status.roles == nil)
+        #expect(status.partitions.allSatisfy { $0.role == nil })
+        #expect(status.warnings.count == 1 && status.warnings[0].contains("roles.json is damaged"), "\(status.warnings)")
+    }
+
     typealias Member = RebalanceInProcessTests.Member
 
     static func offset(_ dir: String, _ partition: Int32) -> Int64? {
