@@ -17,7 +17,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
-        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them."),
+        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Write Prometheus metrics to PATH every 5 s, atomically (node_exporter textfile; see METRICS)."),
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
@@ -132,7 +132,12 @@ enum ProjectCommand: Subcommand {
         options.cacheBytes = config.cacheMegabytes << 20
         options.stagingBytes = config.batchMegabytes << 20
         options.recordRoles = true
-        if let standby = arguments.value("--standby") { options.standby = try standbyChoice(standby) }
+        if let standby = arguments.value("--standby") {
+            guard !options.solo else {
+                throw CLIError.usage("--standby keeps shards of partitions this member does not own, but --solo owns every partition it reads: give one of them")
+            }
+            options.standby = try standbyChoice(standby)
+        }
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
         // Checked and first written before anything else: a wrong path is told at once.
         var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in

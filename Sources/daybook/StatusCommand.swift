@@ -64,6 +64,7 @@ enum StatusCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("status takes no positional arguments") }
         guard let data = arguments.value("--data") else { throw CLIError.usage("status needs --data DIR") }
+        guard !data.isEmpty else { throw CLIError.usage("--data is empty: give the data directory a projector writes (as given to project)") }
         let format = arguments.value("--format") ?? "table"
         guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
         let topic = try arguments.topic(default: "health-samples")

@@ -32,6 +32,13 @@ import Testing
         r = try Daybook.run(["status", "--data", empty, "--connect-timeout", "abc"])
         #expect(r.status == 64, "\(r.stderr)")
         #expect(r.stderr.contains("--connect-timeout") && r.stderr.contains("'abc'"), "\(r.stderr)")
+        r = try Daybook.run(["status", "--data", ""])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--data is empty"), "\(r.stderr)")
+        // --standby means partitions this member does not own; --solo owns all it reads.
+        r = try Daybook.run(["project", "--brokers", "127.0.0.1:1", "--data", empty, "--solo", "--standby", "all"])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--standby") && r.stderr.contains("--solo"), "\(r.stderr)")
         r = try Daybook.run(["status", "--data", empty, "--format", "json"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("{\"directory\":"), "\(r.stdout)")
