@@ -14,9 +14,9 @@ public struct DaybookConfiguration: Sendable {
     public var cacheMegabytes = 32
     /// `state.batch_mb`: memory for decoded events waiting to be committed as their
     /// partition's batch (`ProjectorOptions.stagingBytes`), shared by all partitions of the
-    /// process. Default 48; more lets each partition's batch grow to `minimumBatch` events
+    /// process. Default 96; more lets each partition's batch grow to `minimumBatch` events
     /// when many partitions are read at once.
-    public var batchMegabytes = 48
+    public var batchMegabytes = 96
     /// `freshness`: each source's silence threshold and page fraction, and the canaries.
     public var freshness = FreshnessPolicy()
 
