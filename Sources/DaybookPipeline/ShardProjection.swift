@@ -56,12 +56,12 @@ public final class ShardProjection {
     @discardableResult
     public func recomputeRowsBeforeVersions(pageSize: Int = 5_000) throws -> Int {
         guard try shard.holdsRowsBeforeVersions() else { return 0 }
-        var cursor: (user: String, uuid: String)?
+        var cursor: Shard.SampleCursor?
         var rows = 0
         while true {
-            let page = try shard.storedSamples(after: cursor, limit: pageSize)
-            guard let last = page.last else { break }
-            cursor = (last.sample.user, last.sample.uuid)
+            let (page, next) = try shard.storedSamples(after: cursor, limit: pageSize)
+            guard let next else { break }
+            cursor = next
             let events = page.map { (event: Event.sampleAdded($0.sample), position: $0.seq, deliveredAt: Instant?.none) }
             rows += try apply(events, deadLetters: [], rereadBelow: .max, nextPosition: shard.nextOffset, recordingSync: false).rows.count
         }

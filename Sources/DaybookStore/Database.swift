@@ -65,6 +65,8 @@ public final class Database {
     private var cache: [String: Statement] = [:]
     /// The rowid of the last row inserted on this connection.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    /// Rows the last INSERT, UPDATE or DELETE on this connection changed.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// Process-wide settings, applied once before the first connection opens.
     private static let configured: Bool = daybook_disable_memory_statistics() == SQLITE_OK
@@ -280,6 +282,12 @@ public final class Statement {
     public func text(_ column: Int32) -> String {
         guard let p = sqlite3_column_text(raw, column) else { return "" }
         return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, column))), as: UTF8.self)
+    }
+
+    /// Calls `body` with the bytes of a blob column, valid only during the call (no copy).
+    public func withBlob<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let start = sqlite3_column_blob(raw, column) // before the count, as SQLite asks
+        return try body(UnsafeRawBufferPointer(start: start, count: Int(sqlite3_column_bytes(raw, column))))
     }
 
     public func blob(_ column: Int32) -> [UInt8] {

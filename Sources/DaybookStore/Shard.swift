@@ -17,7 +17,10 @@ public final class Shard {
     public private(set) var nextOffset: Int64 = 0
     /// The longest stored sample (end − start, ns): how far before a day a sample that
     /// reaches into it can start.
-    private var maxSpan: Int64 = 0
+    var maxSpan: Int64 = 0
+    /// The hash of (user, uuid) that keys `sample_days` (tests put one here under which every
+    /// uuid collides: a lookup must still find each uuid's own sample).
+    var uuidHash: (String, String) -> Int64 = { SamplePack.hash(user: $0, uuid: $1) }
 
     /// The file name of a partition's shard inside a data directory.
     public static func fileName(topic: String, partition: Int32) -> String {
@@ -114,6 +117,17 @@ public final class Shard {
         ALTER TABLE entries ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
         INSERT INTO meta (key, value) SELECT 'rows_before_versions', '1' FROM totals LIMIT 1;
         """),
+        // The packed state store (`Shard+Packs.swift`): a blob of samples per (user, metric,
+        // UTC day of their start), an index of integers from a hash of (user, uuid) to the
+        // packs that may hold it, and tombstones on their own. A shard that still has
+        // `entries` is moved into packs when it opens (`migrateEntriesToPacks`).
+        ("006-packed-samples", """
+        CREATE TABLE packs (user TEXT NOT NULL, metric INTEGER NOT NULL, day INTEGER NOT NULL, samples BLOB NOT NULL,
+                            PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
+        CREATE TABLE sample_days (hash INTEGER NOT NULL, metric INTEGER NOT NULL, day INTEGER NOT NULL, count INTEGER NOT NULL,
+                                  PRIMARY KEY (hash, metric, day)) WITHOUT ROWID;
+        CREATE TABLE tombstones (user TEXT NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
+        """),
     ]
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
@@ -143,6 +157,7 @@ public final class Shard {
                 throw ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite database with other tables). Move it out of \(directory) and restart: a missing shard is rebuilt from the log.")
             }
             try database.migrate(Shard.migrations)
+            try migrateEntriesToPacks()
             try checkFingerprint(fingerprint)
             let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
             try read.bind(1, topic)
@@ -274,24 +289,13 @@ public final class Shard {
 
     // MARK: The ledger's store
 
-    private static let entryColumns = "metric, source, start_ns, end_ns, value, zone, seq, version"
-
-    private func sample(_ row: Statement, user: String, uuid: String, from column: Int32) throws -> Sample {
-        guard let metric = Metric(storageCode: Int(row.int64(column))) else {
-            throw ShardError(.notAShard, "\(path): a stored sample of user \(user) has unknown metric code \(row.int64(column))")
-        }
-        return Sample(user: user, uuid: uuid, metric: metric, source: try name(row.int64(column + 1)),
-                      start: Instant(nanoseconds: row.int64(column + 2)), end: Instant(nanoseconds: row.int64(column + 3)),
-                      value: row.double(column + 4), zone: try name(row.int64(column + 5)), version: row.int64(column + 7))
-    }
-
     // MARK: Names of sources and zones
 
     /// Name ↔ id, read on first use (a few rows: the distinct sources and zones).
     private var nameIDs: [String: Int64]?
     private var namesByID: [Int64: String] = [:]
 
-    private func loadNames() throws -> [String: Int64] {
+    func loadNames() throws -> [String: Int64] {
         if let nameIDs { return nameIDs }
         var ids: [String: Int64] = [:]
         let read = try database.statement("SELECT id, name FROM names")
@@ -303,7 +307,7 @@ public final class Shard {
         return ids
     }
 
-    private func name(_ id: Int64) throws -> String {
+    func name(_ id: Int64) throws -> String {
         _ = try loadNames()
         guard let name = namesByID[id] else {
             throw ShardError(.notAShard, "\(path): a stored sample refers to name \(id), which the shard does not have")
@@ -351,12 +355,6 @@ public final class Shard {
         // Names numbered in this transaction count only once it commits.
         var added: [(String, Int64)] = []
         try database.inTransaction {
-            let upsert = try database.statement("""
-                INSERT INTO entries (user, uuid, metric, source, start_ns, end_ns, value, zone, seq, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (user, uuid) DO UPDATE SET metric = excluded.metric, source = excluded.source, start_ns = excluded.start_ns,
-                  end_ns = excluded.end_ns, value = excluded.value, zone = excluded.zone, seq = excluded.seq, version = excluded.version
-                """)
-            var longest = maxSpan
             var ids = try loadNames()
             let addName = try database.statement("INSERT INTO names (name) VALUES (?)")
             func id(_ name: String) throws -> Int64 {
@@ -368,30 +366,7 @@ public final class Shard {
                 added.append((name, id))
                 return id
             }
-            for (s, seq) in batch.upserts {
-                try upsert.bind(1, s.user)
-                try upsert.bind(2, s.uuid)
-                try upsert.bind(3, s.metric.storageCode)
-                try upsert.bind(4, try id(s.source))
-                try upsert.bind(5, s.start.nanoseconds)
-                try upsert.bind(6, s.end.nanoseconds)
-                try upsert.bind(7, s.value)
-                try upsert.bind(8, try id(s.zone))
-                try upsert.bind(9, seq)
-                try upsert.bind(10, s.version)
-                try upsert.run()
-                longest = max(longest, s.end.nanoseconds - s.start.nanoseconds)
-            }
-            // A tombstone replaces the sample: a row without a metric.
-            let tombstone = try database.statement("""
-                INSERT INTO entries (user, uuid) VALUES (?, ?) ON CONFLICT (user, uuid) DO UPDATE SET metric = NULL,
-                  source = NULL, start_ns = NULL, end_ns = NULL, value = NULL, zone = NULL, seq = NULL, version = 0
-                """)
-            for (user, uuid) in batch.deletes {
-                try tombstone.bind(1, user)
-                try tombstone.bind(2, uuid)
-                try tombstone.run()
-            }
+            let longest = max(maxSpan, try writeSamples(batch.upserts, deletes: batch.deletes, nameID: id))
             if longest > maxSpan {
                 let span = try database.statement("INSERT OR REPLACE INTO meta (key, value) VALUES ('max_span_ns', ?)")
                 try span.bind(1, String(longest))
@@ -604,71 +579,7 @@ public final class Shard {
         try database.execute("DELETE FROM meta WHERE key = 'rows_before_versions'")
     }
 
-    /// The stored samples after (`user`, `uuid`) in key order, at most `limit`, each with
-    /// its log position: a cursor that holds no statement open between pages.
-    public func storedSamples(after cursor: (user: String, uuid: String)?, limit: Int) throws -> [(sample: Sample, seq: Int64)] {
-        let read = try database.statement("""
-            SELECT user, uuid, \(Shard.entryColumns) FROM entries
-            WHERE metric IS NOT NULL AND (user, uuid) > (?1, ?2) ORDER BY user, uuid LIMIT ?3
-            """)
-        try read.bind(1, cursor?.user ?? "")
-        try read.bind(2, cursor?.uuid ?? "")
-        try read.bind(3, limit)
-        var out: [(sample: Sample, seq: Int64)] = []
-        while try read.step() {
-            out.append((try sample(read, user: read.text(0), uuid: read.text(1), from: 2), read.int64(8)))
-        }
-        read.reset()
-        return out
-    }
-
     public func deadLetterCount() throws -> Int {
         try database.statement("SELECT count(*) FROM dead_letters").firstRow { Int($0.int64(0)) } ?? 0
-    }
-}
-
-extension Shard: LedgerStore {
-    public func reading(_ body: () throws -> Void) throws {
-        try database.inReadTransaction(body)
-    }
-
-    public func hasEntries(user: String) throws -> Bool {
-        let read = try database.statement("SELECT 1 FROM entries WHERE user = ? LIMIT 1")
-        try read.bind(1, user)
-        return try read.firstRow { _ in true } ?? false
-    }
-
-    public func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
-        let read = try database.statement("SELECT \(Shard.entryColumns) FROM entries WHERE user = ? AND uuid = ?")
-        var out: [String: StoredEntry] = [:]
-        out.reserveCapacity(uuids.count)
-        for uuid in uuids {
-            try read.bind(1, user)
-            try read.bind(2, uuid)
-            out[uuid] = try read.firstRow { row in
-                row.isNull(0) ? .tombstoned : .live(try sample(row, user: user, uuid: uuid, from: 0), seq: row.int64(6))
-            } ?? .absent
-        }
-        return out
-    }
-
-    public func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)] {
-        let read = try database.statement("""
-            SELECT uuid, \(Shard.entryColumns) FROM entries
-            WHERE user = ?1 AND metric = ?2 AND start_ns >= ?3 AND start_ns < ?4 AND (end_ns > ?5 OR start_ns >= ?5)
-            """)
-        let first = Int64(days.lowerBound) * Instant.nanosPerDay
-        try read.bind(1, user)
-        try read.bind(2, metric.storageCode)
-        // Heart rate counts on its start's day; cumulative samples reach back at most maxSpan.
-        try read.bind(3, metric.isCumulative ? first - maxSpan : first)
-        try read.bind(4, (Int64(days.upperBound) + 1) * Instant.nanosPerDay)
-        try read.bind(5, first)
-        var out: [(sample: Sample, seq: Int64)] = []
-        while try read.step() {
-            out.append((try sample(read, user: user, uuid: read.text(0), from: 1), read.int64(7)))
-        }
-        read.reset()
-        return out
     }
 }

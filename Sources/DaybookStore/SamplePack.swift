@@ -1,0 +1,267 @@
+import DaybookCore
+
+/// The samples of one (user, metric, UTC day of their start) in one blob: the state store's
+/// row (table `packs`), written once per batch that changes the day instead of a row and an
+/// index entry per sample.
+///
+/// Layout (all integers are LEB128 varints; "signed" ones are zigzag-coded first):
+///
+///     pack   := 0x01 count sample{count}
+///     sample := flags uuid source start duration value zone seq version
+///
+/// - `flags` bits 0–1: the uuid's form — 0 a canonical lower-case UUID and 1 an upper-case
+///   one (16 bytes), 2 any other text (length, then its UTF-8 bytes); bit 2: `start` and
+///   `duration` count whole seconds, not nanoseconds; bit 3: `value` is an integer (signed
+///   varint), else its 8 IEEE-754 bytes, little-endian.
+/// - `start` is the offset of the start in its UTC day, `duration` (signed) end − start,
+///   `source` and `zone` ids in the shard's `names`, `seq` (signed) the log position,
+///   `version` (signed) the producer's version.
+///
+/// Every field comes back exactly as it went in: a uuid of mixed case or another shape is
+/// kept as text, a value that is not an exact small integer (or is −0) keeps its bits.
+struct PackedSample: Equatable {
+    var uuid: String
+    var source: Int64
+    var start: Int64
+    var end: Int64
+    var value: Double
+    var zone: Int64
+    var seq: Int64
+    var version: Int64
+}
+
+enum SamplePack {
+    static let format: UInt8 = 1
+
+    struct Damaged: Error {
+        var reason: String
+    }
+
+    /// The UTC day a sample of this start belongs to (days before 1970 are negative).
+    static func day(ofStart start: Int64) -> Int64 {
+        let q = start / Instant.nanosPerDay
+        return start % Instant.nanosPerDay < 0 ? q - 1 : q
+    }
+
+    static func encode(_ samples: some Collection<PackedSample>, day: Int64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(2 + samples.count * 34)
+        out.append(format)
+        putVarint(UInt64(samples.count), &out)
+        let dayStart = day &* Instant.nanosPerDay
+        for s in samples {
+            let offset = s.start &- dayStart
+            let duration = s.end &- s.start
+            let seconds = offset % Instant.nanosPerSecond == 0 && duration % Instant.nanosPerSecond == 0
+            let integral = s.value == s.value.rounded() && abs(s.value) < 9.0e15 && !(s.value == 0 && s.value.sign == .minus)
+            var flags: UInt8 = seconds ? 4 : 0
+            if integral { flags |= 8 }
+            let canonical = canonicalUUID(s.uuid)
+            switch canonical {
+            case .lower: break
+            case .upper: flags |= 1
+            case nil: flags |= 2
+            }
+            out.append(flags)
+            if canonical != nil {
+                appendUUIDBytes(s.uuid, &out)
+            } else {
+                let bytes = Array(s.uuid.utf8)
+                putVarint(UInt64(bytes.count), &out)
+                out.append(contentsOf: bytes)
+            }
+            putVarint(UInt64(bitPattern: s.source), &out)
+            putVarint(UInt64(bitPattern: seconds ? offset / Instant.nanosPerSecond : offset), &out)
+            putSigned(seconds ? duration / Instant.nanosPerSecond : duration, &out)
+            if integral {
+                putSigned(Int64(s.value), &out)
+            } else {
+                var bits = s.value.bitPattern
+                for _ in 0..<8 {
+                    out.append(UInt8(truncatingIfNeeded: bits))
+                    bits >>= 8
+                }
+            }
+            putVarint(UInt64(bitPattern: s.zone), &out)
+            putSigned(s.seq, &out)
+            putSigned(s.version, &out)
+        }
+        return out
+    }
+
+    /// Calls `body` with each sample of a pack of `day`, in the order they were written.
+    static func decode(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (PackedSample) throws -> Void) throws {
+        var reader = Reader(bytes: bytes)
+        guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
+        let count = try reader.varint()
+        guard count <= UInt64(bytes.count) else { throw Damaged(reason: "a count of \(count) samples in \(bytes.count) bytes") }
+        let dayStart = day &* Instant.nanosPerDay
+        for _ in 0..<count {
+            let flags = try reader.byte()
+            let uuid: String
+            switch flags & 3 {
+            case 0, 1: uuid = try reader.uuid(upper: flags & 3 == 1)
+            case 2:
+                let length = Int(try reader.varint())
+                uuid = try reader.text(length)
+            default: throw Damaged(reason: "a uuid of unknown form \(flags & 3)")
+            }
+            let source = Int64(bitPattern: try reader.varint())
+            var offset = Int64(bitPattern: try reader.varint())
+            var duration = try reader.signed()
+            if flags & 4 != 0 {
+                offset = offset &* Instant.nanosPerSecond
+                duration = duration &* Instant.nanosPerSecond
+            }
+            let value: Double
+            if flags & 8 != 0 {
+                value = Double(try reader.signed())
+            } else {
+                var bits: UInt64 = 0
+                for i in 0..<8 { bits |= UInt64(try reader.byte()) << (8 * UInt64(i)) }
+                value = Double(bitPattern: bits)
+            }
+            let zone = Int64(bitPattern: try reader.varint())
+            let seq = try reader.signed()
+            let version = try reader.signed()
+            let start = dayStart &+ offset
+            try body(PackedSample(uuid: uuid, source: source, start: start, end: start &+ duration, value: value,
+                                  zone: zone, seq: seq, version: version))
+        }
+        guard reader.atEnd else { throw Damaged(reason: "\(bytes.count - reader.position) bytes after the last sample") }
+    }
+
+    // MARK: Uuids
+
+    enum UUIDCase { case lower, upper }
+
+    private static let dashes: Set<Int> = [8, 13, 18, 23]
+
+    /// Whether `uuid` is 8-4-4-4-12 hex digits all of one case (digits alone count as lower).
+    static func canonicalUUID(_ uuid: String) -> UUIDCase? {
+        guard uuid.utf8.count == 36 else { return nil }
+        var text = uuid
+        return text.withUTF8(canonical)
+    }
+
+    private static func canonical(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDCase? {
+        guard bytes.count == 36 else { return nil }
+        var lower = false, upper = false
+        for (i, b) in bytes.enumerated() {
+            if dashes.contains(i) {
+                guard b == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): break
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): lower = true
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): upper = true
+            default: return nil
+            }
+        }
+        if lower && upper { return nil }
+        return upper ? .upper : .lower
+    }
+
+    private static func appendUUIDBytes(_ uuid: String, _ out: inout [UInt8]) {
+        var high: UInt8 = 0
+        var half = false
+        for b in uuid.utf8 where b != UInt8(ascii: "-") {
+            let v: UInt8 = b <= UInt8(ascii: "9") ? b - UInt8(ascii: "0") : (b | 0x20) - UInt8(ascii: "a") + 10
+            if half { out.append(high << 4 | v) } else { high = v }
+            half.toggle()
+        }
+    }
+
+    // MARK: Varints
+
+    static func putVarint(_ value: UInt64, _ out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    static func putSigned(_ value: Int64, _ out: inout [UInt8]) {
+        putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), &out)
+    }
+
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+        var atEnd: Bool { position == bytes.count }
+
+        mutating func byte() throws -> UInt8 {
+            guard position < bytes.count else { throw Damaged(reason: "a pack cut short at byte \(position)") }
+            defer { position += 1 }
+            return bytes[position]
+        }
+
+        mutating func varint() throws -> UInt64 {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let b = try byte()
+                guard shift < 64 else { throw Damaged(reason: "a varint longer than 10 bytes at byte \(position)") }
+                result |= UInt64(b & 0x7f) << shift
+                if b < 0x80 { return result }
+                shift += 7
+            }
+        }
+
+        mutating func signed() throws -> Int64 {
+            let z = try varint()
+            return Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
+        }
+
+        mutating func text(_ length: Int) throws -> String {
+            guard length >= 0, length <= bytes.count - position else { throw Damaged(reason: "a uuid of \(length) bytes past the pack's end") }
+            defer { position += length }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[position..<(position + length)]), as: UTF8.self)
+        }
+
+        private static let lowerDigits = Array("0123456789abcdef".utf8)
+        private static let upperDigits = Array("0123456789ABCDEF".utf8)
+
+        mutating func uuid(upper: Bool) throws -> String {
+            guard bytes.count - position >= 16 else { throw Damaged(reason: "a uuid cut short at byte \(position)") }
+            let digits = upper ? Reader.upperDigits : Reader.lowerDigits
+            let start = position
+            position += 16
+            return String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[o] = UInt8(ascii: "-")
+                        o += 1
+                    }
+                    let b = bytes[start + i]
+                    out[o] = digits[Int(b >> 4)]
+                    out[o + 1] = digits[Int(b & 15)]
+                    o += 2
+                }
+                return 36
+            }
+        }
+    }
+
+    // MARK: The uuid index
+
+    /// A stable 64-bit hash of (user, uuid), the key of `sample_days`: which packs may hold
+    /// the uuid. Two uuids may share it; a reader always checks the uuid itself in the pack.
+    static func hash(user: String, uuid: String) -> Int64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        h = (h ^ 0xff) &* 0x100_0000_01b3
+        for b in uuid.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        // A finaliser, so that uuids differing in their last characters spread over the key space.
+        h ^= h >> 33
+        h = h &* 0xff51_afd7_ed55_8ccd
+        h ^= h >> 33
+        h = h &* 0xc4ce_b9fe_1a85_ec53
+        h ^= h >> 33
+        return Int64(bitPattern: h)
+    }
+}

@@ -1,0 +1,379 @@
+import DaybookCore
+import Foundation
+
+/// The state store (migration 006): live samples packed per (user, metric, UTC day of their
+/// start) in `packs`, one blob each (`SamplePack`); `sample_days` says which packs may hold
+/// a uuid, by a hash of (user, uuid), with a count of the uuids of that hash there; deleted
+/// uuids in `tombstones`, announced in `sample_days` under metric −1. A batch reads and
+/// rewrites each pack it changes once, and a uuid's lookup is one probe of a small index
+/// of integers (and of the few packs it names) instead of a row per sample keyed by text.
+extension Shard {
+    /// The `sample_days` metric that says "`tombstones` may hold a uuid of this hash".
+    static let tombstoneMarker = -1
+
+    /// Where a cursor over the stored samples stands: after this pack.
+    public struct SampleCursor: Sendable, Equatable {
+        var user: String
+        var metric: Int
+        var day: Int64
+    }
+
+    /// Whether the shard still has the row-per-sample table of migrations 002–005.
+    func holdsEntriesTable() throws -> Bool {
+        try database.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'entries'").firstRow { $0.int64(0) > 0 } ?? false
+    }
+
+    /// Moves the samples and tombstones of a shard written before packs (one `entries` row
+    /// per uuid) into packs, in one transaction: interrupted, the shard is as it was and the
+    /// next open starts over. Then gives the freed pages back to the file system.
+    /// - Returns: the samples moved, or nil if there was nothing to migrate.
+    @discardableResult
+    func migrateEntriesToPacks() throws -> Int? {
+        guard try holdsEntriesTable() else { return nil }
+        var moved = 0
+        try database.inTransaction {
+            let count = try database.statement("""
+                INSERT INTO sample_days (hash, metric, day, count) VALUES (?, ?, ?, 1)
+                ON CONFLICT (hash, metric, day) DO UPDATE SET count = count + 1
+                """)
+            let tombstone = try database.statement("INSERT OR IGNORE INTO tombstones (user, uuid) VALUES (?, ?)")
+            let deleted = try database.statement("SELECT user, uuid FROM entries WHERE metric IS NULL")
+            while try deleted.step() {
+                let user = deleted.text(0), uuid = deleted.text(1)
+                try tombstone.bind(1, user)
+                try tombstone.bind(2, uuid)
+                try tombstone.run()
+                try count.bind(1, uuidHash(user, uuid))
+                try count.bind(2, Shard.tombstoneMarker)
+                try count.bind(3, 0)
+                try count.run()
+            }
+            let write = try database.statement("INSERT INTO packs (user, metric, day, samples) VALUES (?, ?, ?, ?)")
+            var key: PackKey?
+            var pack: [PackedSample] = []
+            func flush() throws {
+                guard let key, !pack.isEmpty else { return }
+                try write.bind(1, key.user)
+                try write.bind(2, key.metric)
+                try write.bind(3, key.day)
+                try write.bind(4, blob: SamplePack.encode(pack.sorted(by: PackedSample.inPackOrder), day: key.day))
+                try write.run()
+                for s in pack {
+                    try count.bind(1, uuidHash(key.user, s.uuid))
+                    try count.bind(2, key.metric)
+                    try count.bind(3, key.day)
+                    try count.run()
+                }
+                moved += pack.count
+                pack.removeAll(keepingCapacity: true)
+            }
+            // In the order of the old index: one pack's samples arrive together.
+            let live = try database.statement("""
+                SELECT user, uuid, metric, source, start_ns, end_ns, value, zone, seq, version FROM entries
+                WHERE metric IS NOT NULL ORDER BY user, metric, start_ns
+                """)
+            while try live.step() {
+                let start = live.int64(4)
+                let next = PackKey(user: live.text(0), metric: Int(live.int64(2)), day: SamplePack.day(ofStart: start))
+                if next != key {
+                    try flush()
+                    key = next
+                }
+                pack.append(PackedSample(uuid: live.text(1), source: live.int64(3), start: start, end: live.int64(5),
+                                         value: live.double(6), zone: live.int64(7), seq: live.int64(8), version: live.int64(9)))
+            }
+            try flush()
+            try database.execute("DROP INDEX IF EXISTS entries_by_start; DROP TABLE entries;")
+            return .commit
+        }
+        try database.execute("VACUUM")
+        return moved
+    }
+
+    /// Writes a batch's samples and tombstones (inside the batch's transaction): each pack it
+    /// changes is read once, changed in memory and written once.
+    /// - Returns: the longest span among the samples written.
+    func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], deletes: [(user: String, uuid: String)],
+                      nameID: (String) throws -> Int64) throws -> Int64 {
+        var work = PackWork(shard: self)
+        var longest: Int64 = 0
+        for (s, seq) in upserts {
+            let hash = uuidHash(s.user, s.uuid)
+            let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash)
+            if let old = place.pack { work.remove(s.uuid, of: s.user, from: old, hash: hash) }
+            if place.tombstoned { try work.dropTombstone(user: s.user, uuid: s.uuid, hash: hash) }
+            let key = PackKey(user: s.user, metric: s.metric.storageCode, day: SamplePack.day(ofStart: s.start.nanoseconds))
+            try work.insert(PackedSample(uuid: s.uuid, source: try nameID(s.source), start: s.start.nanoseconds, end: s.end.nanoseconds,
+                                         value: s.value, zone: try nameID(s.zone), seq: seq, version: s.version),
+                            of: s.user, into: key, hash: hash)
+            longest = max(longest, s.end.nanoseconds - s.start.nanoseconds)
+        }
+        for (user, uuid) in deletes {
+            let hash = uuidHash(user, uuid)
+            let place = try work.locate(user: user, uuid: uuid, hash: hash)
+            if let old = place.pack { work.remove(uuid, of: user, from: old, hash: hash) }
+            if !place.tombstoned { try work.addTombstone(user: user, uuid: uuid, hash: hash) }
+        }
+        try work.write()
+        return longest
+    }
+
+    /// The stored samples after `cursor`, whole packs at a time until at least `limit`, each
+    /// with its log position, and the cursor to continue from (nil at the end). Holds no
+    /// statement open between pages.
+    public func storedSamples(after cursor: SampleCursor?, limit: Int) throws -> (samples: [(sample: Sample, seq: Int64)], next: SampleCursor?) {
+        let read = try database.statement("""
+            SELECT user, metric, day, samples FROM packs WHERE (user, metric, day) > (?1, ?2, ?3) ORDER BY user, metric, day
+            """)
+        try read.bind(1, cursor?.user ?? "")
+        try read.bind(2, cursor?.metric ?? Int.min)
+        try read.bind(3, cursor?.day ?? Int64.min)
+        defer { read.reset() }
+        var out: [(sample: Sample, seq: Int64)] = []
+        var last: SampleCursor?
+        while out.count < limit, try read.step() {
+            let key = PackKey(user: read.text(0), metric: Int(read.int64(1)), day: read.int64(2))
+            try read.withBlob(3) { bytes in
+                try decodePack(bytes, key: key) { out.append((try sample($0, key: key), $0.seq)) }
+            }
+            last = SampleCursor(user: key.user, metric: key.metric, day: key.day)
+        }
+        return (out, last)
+    }
+
+    func decodePack(_ bytes: UnsafeRawBufferPointer, key: PackKey, _ body: (PackedSample) throws -> Void) throws {
+        do {
+            try SamplePack.decode(bytes, day: key.day, body)
+        } catch let damaged as SamplePack.Damaged {
+            throw ShardError(.notAShard, "\(path): the pack of user \(key.user), metric \(key.metric), UTC day \(key.day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
+        }
+    }
+
+    func sample(_ packed: PackedSample, key: PackKey) throws -> Sample {
+        guard let metric = Metric(storageCode: key.metric) else {
+            throw ShardError(.notAShard, "\(path): a stored sample of user \(key.user) has unknown metric code \(key.metric)")
+        }
+        return Sample(user: key.user, uuid: packed.uuid, metric: metric, source: try name(packed.source),
+                      start: Instant(nanoseconds: packed.start), end: Instant(nanoseconds: packed.end),
+                      value: packed.value, zone: try name(packed.zone), version: packed.version)
+    }
+
+    /// The samples of a pack by uuid; empty if there is no such pack.
+    func readPack(_ key: PackKey) throws -> [String: PackedSample] {
+        let read = try database.statement("SELECT samples FROM packs WHERE user = ? AND metric = ? AND day = ?")
+        try read.bind(1, key.user)
+        try read.bind(2, key.metric)
+        try read.bind(3, key.day)
+        defer { read.reset() }
+        var out: [String: PackedSample] = [:]
+        if try read.step() {
+            try read.withBlob(0) { bytes in try decodePack(bytes, key: key) { out[$0.uuid] = $0 } }
+        }
+        return out
+    }
+
+    /// The (metric, day) of every pack `sample_days` names for `hash` (metric −1: a tombstone may have it).
+    func places(ofHash hash: Int64) throws -> [(metric: Int, day: Int64)] {
+        let read = try database.statement("SELECT metric, day FROM sample_days WHERE hash = ?")
+        try read.bind(1, hash)
+        defer { read.reset() }
+        var out: [(metric: Int, day: Int64)] = []
+        while try read.step() { out.append((Int(read.int64(0)), read.int64(1))) }
+        return out
+    }
+
+    func isTombstoned(user: String, uuid: String) throws -> Bool {
+        let read = try database.statement("SELECT 1 FROM tombstones WHERE user = ? AND uuid = ?")
+        try read.bind(1, user)
+        try read.bind(2, uuid)
+        return try read.firstRow { _ in true } ?? false
+    }
+}
+
+/// (user, metric code, UTC day): the key of a pack.
+struct PackKey: Hashable {
+    var user: String
+    var metric: Int
+    var day: Int64
+}
+
+extension PackedSample {
+    /// The order samples are written in a pack: by log position (then uuid), so that the
+    /// same samples always give the same bytes.
+    static func inPackOrder(_ a: PackedSample, _ b: PackedSample) -> Bool {
+        a.seq != b.seq ? a.seq < b.seq : a.uuid < b.uuid
+    }
+}
+
+/// The packs one batch (or one lookup) reads, with what it changed, written at the end.
+struct PackWork {
+    struct Place {
+        var pack: PackKey?
+        var tombstoned: Bool
+    }
+
+    private struct UserUUID: Hashable {
+        var user: String
+        var uuid: String
+    }
+
+    private struct IndexKey: Hashable {
+        var hash: Int64
+        var metric: Int
+        var day: Int64
+    }
+
+    let shard: Shard
+    private(set) var packs: [PackKey: [String: PackedSample]] = [:]
+    private var dirty: Set<PackKey> = []
+    private var placed: [UserUUID: Place] = [:]
+    private var counts: [IndexKey: Int] = [:]
+
+    init(shard: Shard) { self.shard = shard }
+
+    /// Where the version in force of (user, uuid) is, and whether it is tombstoned.
+    mutating func locate(user: String, uuid: String, hash: Int64) throws -> Place {
+        let id = UserUUID(user: user, uuid: uuid)
+        if let known = placed[id] { return known }
+        var place = Place(pack: nil, tombstoned: false)
+        var maybeTombstoned = false
+        for (metric, day) in try shard.places(ofHash: hash) {
+            if metric == Shard.tombstoneMarker {
+                maybeTombstoned = true
+                continue
+            }
+            let key = PackKey(user: user, metric: metric, day: day)
+            if try pack(key)[uuid] != nil {
+                place.pack = key
+                break
+            }
+        }
+        if maybeTombstoned { place.tombstoned = try shard.isTombstoned(user: user, uuid: uuid) }
+        placed[id] = place
+        return place
+    }
+
+    /// The samples of a pack as this work has them (read on first use).
+    mutating func pack(_ key: PackKey) throws -> [String: PackedSample] {
+        if let loaded = packs[key] { return loaded }
+        let read = try shard.readPack(key)
+        packs[key] = read
+        return read
+    }
+
+    mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) {
+        packs[key]?[uuid] = nil
+        dirty.insert(key)
+        counts[IndexKey(hash: hash, metric: key.metric, day: key.day), default: 0] -= 1
+        placed[UserUUID(user: user, uuid: uuid), default: Place(pack: nil, tombstoned: false)].pack = nil
+    }
+
+    mutating func insert(_ sample: PackedSample, of user: String, into key: PackKey, hash: Int64) throws {
+        _ = try pack(key)
+        packs[key]?[sample.uuid] = sample
+        dirty.insert(key)
+        counts[IndexKey(hash: hash, metric: key.metric, day: key.day), default: 0] += 1
+        placed[UserUUID(user: user, uuid: sample.uuid)] = Place(pack: key, tombstoned: false)
+    }
+
+    mutating func addTombstone(user: String, uuid: String, hash: Int64) throws {
+        let write = try shard.database.statement("INSERT OR IGNORE INTO tombstones (user, uuid) VALUES (?, ?)")
+        try write.bind(1, user)
+        try write.bind(2, uuid)
+        try write.run()
+        if shard.database.changes > 0 { counts[IndexKey(hash: hash, metric: Shard.tombstoneMarker, day: 0), default: 0] += 1 }
+        placed[UserUUID(user: user, uuid: uuid)] = Place(pack: nil, tombstoned: true)
+    }
+
+    mutating func dropTombstone(user: String, uuid: String, hash: Int64) throws {
+        let write = try shard.database.statement("DELETE FROM tombstones WHERE user = ? AND uuid = ?")
+        try write.bind(1, user)
+        try write.bind(2, uuid)
+        try write.run()
+        if shard.database.changes > 0 { counts[IndexKey(hash: hash, metric: Shard.tombstoneMarker, day: 0), default: 0] -= 1 }
+        placed[UserUUID(user: user, uuid: uuid), default: Place(pack: nil, tombstoned: false)].tombstoned = false
+    }
+
+    /// Writes every changed pack (an empty one is deleted) and the index counts.
+    func write() throws {
+        let database = shard.database
+        let put = try database.statement("INSERT OR REPLACE INTO packs (user, metric, day, samples) VALUES (?, ?, ?, ?)")
+        let drop = try database.statement("DELETE FROM packs WHERE user = ? AND metric = ? AND day = ?")
+        for key in dirty {
+            let samples = packs[key] ?? [:]
+            let statement = samples.isEmpty ? drop : put
+            try statement.bind(1, key.user)
+            try statement.bind(2, key.metric)
+            try statement.bind(3, key.day)
+            if !samples.isEmpty {
+                try statement.bind(4, blob: SamplePack.encode(samples.values.sorted(by: PackedSample.inPackOrder), day: key.day))
+            }
+            try statement.run()
+        }
+        let add = try database.statement("""
+            INSERT INTO sample_days (hash, metric, day, count) VALUES (?, ?, ?, ?)
+            ON CONFLICT (hash, metric, day) DO UPDATE SET count = count + excluded.count
+            """)
+        let prune = try database.statement("DELETE FROM sample_days WHERE hash = ? AND metric = ? AND day = ? AND count <= 0")
+        for (key, delta) in counts where delta != 0 {
+            for statement in delta > 0 ? [add] : [add, prune] {
+                try statement.bind(1, key.hash)
+                try statement.bind(2, key.metric)
+                try statement.bind(3, key.day)
+                if statement === add { try statement.bind(4, delta) }
+                try statement.run()
+            }
+        }
+    }
+}
+
+extension Shard: LedgerStore {
+    public func reading(_ body: () throws -> Void) throws {
+        try database.inReadTransaction(body)
+    }
+
+    public func hasEntries(user: String) throws -> Bool {
+        let read = try database.statement("SELECT 1 FROM packs WHERE user = ?1 UNION ALL SELECT 1 FROM tombstones WHERE user = ?1 LIMIT 1")
+        try read.bind(1, user)
+        return try read.firstRow { _ in true } ?? false
+    }
+
+    public func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
+        var work = PackWork(shard: self)
+        var out: [String: StoredEntry] = [:]
+        out.reserveCapacity(uuids.count)
+        for uuid in uuids {
+            let place = try work.locate(user: user, uuid: uuid, hash: uuidHash(user, uuid))
+            if let key = place.pack, let packed = work.packs[key]?[uuid] {
+                out[uuid] = .live(try sample(packed, key: key), seq: packed.seq)
+            } else {
+                out[uuid] = place.tombstoned ? .tombstoned : .absent
+            }
+        }
+        return out
+    }
+
+    public func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)] {
+        let first = Int64(days.lowerBound) * Instant.nanosPerDay
+        // Heart rate counts on its start's day; cumulative samples reach back at most maxSpan.
+        let low = metric.isCumulative ? first - maxSpan : first
+        let high = (Int64(days.upperBound) + 1) * Instant.nanosPerDay
+        let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ?")
+        try read.bind(1, user)
+        try read.bind(2, metric.storageCode)
+        try read.bind(3, SamplePack.day(ofStart: low))
+        try read.bind(4, SamplePack.day(ofStart: high - 1))
+        defer { read.reset() }
+        var out: [(sample: Sample, seq: Int64)] = []
+        while try read.step() {
+            let key = PackKey(user: user, metric: metric.storageCode, day: read.int64(0))
+            try read.withBlob(1) { bytes in
+                try decodePack(bytes, key: key) { packed in
+                    guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
+                    out.append((try sample(packed, key: key), packed.seq))
+                }
+            }
+        }
+        return out
+    }
+}

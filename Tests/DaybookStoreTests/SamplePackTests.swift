@@ -1,0 +1,76 @@
+import DaybookCore
+@testable import DaybookStore
+import Testing
+
+/// The packed form of samples gives back every field exactly, whatever its shape.
+@Suite struct SamplePackTests {
+    static let day: Int64 = 19_800 // 2024-03-18
+    static let dayStart = day * Instant.nanosPerDay
+
+    static func decoded(_ samples: [PackedSample], day: Int64 = day) throws -> [PackedSample] {
+        let bytes = SamplePack.encode(samples, day: day)
+        var out: [PackedSample] = []
+        try bytes.withUnsafeBytes { try SamplePack.decode($0, day: day) { out.append($0) } }
+        return out
+    }
+
+    @Test func everyFieldComesBackAsItWent() throws {
+        let samples = [
+            // A canonical lower-case uuid, whole seconds, an integer value: the short form.
+            PackedSample(uuid: "0f8e2a1c-3b4d-4e5f-8a9b-0c1d2e3f4a5b", source: 1, start: Self.dayStart + 3_600 * Instant.nanosPerSecond,
+                         end: Self.dayStart + 4_200 * Instant.nanosPerSecond, value: 812, zone: 2, seq: 41, version: 0),
+            // Upper case, nanoseconds, a fractional value, a long span past the day, a high version.
+            PackedSample(uuid: "0F8E2A1C-3B4D-4E5F-8A9B-0C1D2E3F4A5B", source: 300, start: Self.dayStart + 1,
+                         end: Self.dayStart + 3 * Instant.nanosPerDay + 7, value: 0.1 + 0.2, zone: 70_000, seq: 9_000_000_000, version: .max),
+            // Mixed case and other shapes stay text; −0, a huge integer, NaN bits and infinity keep their bits.
+            PackedSample(uuid: "0F8e2a1c-3b4d-4e5f-8a9b-0c1d2e3f4a5b", source: 0, start: Self.dayStart, end: Self.dayStart,
+                         value: -0.0, zone: 0, seq: 0, version: 0),
+            PackedSample(uuid: "walk-1", source: 0, start: Self.dayStart + Instant.nanosPerDay - 1, end: Self.dayStart + Instant.nanosPerDay - 1,
+                         value: 9.1e15, zone: 0, seq: -1, version: 3),
+            PackedSample(uuid: "", source: 1, start: Self.dayStart, end: Self.dayStart + 1, value: .infinity, zone: 1, seq: 1, version: 1),
+            PackedSample(uuid: "é-ü-😀", source: 1, start: Self.dayStart, end: Self.dayStart - 5, value: -123_456_789, zone: 1, seq: 2, version: 1),
+        ]
+        let back = try Self.decoded(samples)
+        #expect(back == samples)
+        #expect(back[2].value.sign == .minus)
+        let nan = PackedSample(uuid: "n", source: 0, start: Self.dayStart, end: Self.dayStart, value: .nan, zone: 0, seq: 0, version: 0)
+        #expect(try Self.decoded([nan])[0].value.bitPattern == Double.nan.bitPattern)
+        // The short form: flags 1 + uuid 16 + source 1 + start 2 (3,600 s) + duration 2 (600 s, zigzag 1,200) + value 2
+        // (812, zigzag 1,624) + zone 1 + seq 1 + version 1 = 27 bytes, plus the pack's format byte and count.
+        #expect(SamplePack.encode([samples[0]], day: Self.day).count == 29)
+    }
+
+    @Test func daysBefore1970AndTheirSamplesRoundTrip() throws {
+        #expect(SamplePack.day(ofStart: -1) == -1)
+        #expect(SamplePack.day(ofStart: -Instant.nanosPerDay) == -1)
+        #expect(SamplePack.day(ofStart: 0) == 0)
+        let start = -Instant.nanosPerDay + 5 * Instant.nanosPerSecond
+        let s = PackedSample(uuid: "old", source: 1, start: start, end: start + Instant.nanosPerSecond, value: 2, zone: 1, seq: 3, version: 0)
+        #expect(try Self.decoded([s], day: -1) == [s])
+    }
+
+    @Test func aDamagedPackIsAnErrorNotACrash() throws {
+        let s = PackedSample(uuid: "0f8e2a1c-3b4d-4e5f-8a9b-0c1d2e3f4a5b", source: 1, start: Self.dayStart, end: Self.dayStart + 1,
+                             value: 0.5, zone: 2, seq: 41, version: 0)
+        let bytes = SamplePack.encode([s, s], day: Self.day)
+        for cut in 0..<bytes.count {
+            #expect(throws: SamplePack.Damaged.self) {
+                try Array(bytes[..<cut]).withUnsafeBytes { try SamplePack.decode($0, day: Self.day) { _ in } }
+            }
+        }
+        #expect(throws: SamplePack.Damaged.self) {
+            try (bytes + [0]).withUnsafeBytes { try SamplePack.decode($0, day: Self.day) { _ in } }
+        }
+        var huge = bytes
+        huge[1] = 0xff // a count far beyond the bytes
+        #expect(throws: SamplePack.Damaged.self) { try huge.withUnsafeBytes { try SamplePack.decode($0, day: Self.day) { _ in } } }
+    }
+
+    @Test func theHashIsStableAcrossProcesses() {
+        // Persisted in every shard: it must never change (these values pin it).
+        let a = SamplePack.hash(user: "ana", uuid: "s1")
+        #expect(a == -7_727_105_304_554_609_691) // FNV-1a over "ana", 0xff, "s1", then the fmix64 finaliser
+        #expect(a != SamplePack.hash(user: "an", uuid: "as1"))
+        #expect(a != SamplePack.hash(user: "ana", uuid: "s2"))
+    }
+}
