@@ -9,16 +9,21 @@ import DaybookCore
 ///     pack   := 0x01 count sample{count}
 ///     sample := flags uuid source start duration value zone seq version
 ///
-/// - `flags` bits 0–1: the uuid's form — 0 a canonical lower-case UUID and 1 an upper-case
-///   one (16 bytes), 2 any other text (length, then its UTF-8 bytes); bit 2: `start` and
-///   `duration` count whole seconds, not nanoseconds; bit 3: `value` is an integer (signed
-///   varint), else its 8 IEEE-754 bytes, little-endian.
-/// - `start` is the offset of the start in its UTC day, `duration` (signed) end − start,
-///   `source` and `zone` ids in the shard's `names`, `seq` (signed) the log position,
-///   `version` (signed) the producer's version.
+/// - `flags` bits 0–1, the uuid's form: 0 a canonical lower-case UUID and 1 an upper-case
+///   one (16 bytes); 2 any other text, front-coded against the previous text uuid of the
+///   pack (the bytes it shares with it, then the length and bytes of the rest).
+/// - bit 2: `start` and `duration` count whole seconds, not nanoseconds.
+/// - bits 3–4, the value's form: 0 its 8 IEEE-754 bytes (little-endian); 1 an integer
+///   (signed); 2 a decimal (signed mantissa, then a byte: the power of ten it is divided by).
+/// - `start` (signed) is the distance from the previous sample's start (the first: from the
+///   day's start), `duration` (signed) end − start, `source` and `zone` ids in the shard's
+///   `names`, `seq` (signed) the distance from the previous sample's log position, `version`
+///   (signed) the producer's version. Samples are written in log order (`inPackOrder`), so
+///   the distances are small.
 ///
 /// Every field comes back exactly as it went in: a uuid of mixed case or another shape is
-/// kept as text, a value that is not an exact small integer (or is −0) keeps its bits.
+/// kept as text, and a value is written in a shorter form only if that form gives back its
+/// very bits (−0, NaN and infinities keep all 8 bytes).
 struct PackedSample: Equatable {
     var uuid: String
     var source: Int64
@@ -43,20 +48,36 @@ enum SamplePack {
         return start % Instant.nanosPerDay < 0 ? q - 1 : q
     }
 
+    /// Powers of ten a decimal value may be divided by (each exact as a Double).
+    private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6]
+
+    /// The shortest exact form of `value`: (form, mantissa, power of ten).
+    private static func valueForm(_ value: Double) -> (form: UInt8, mantissa: Int64, power: UInt8) {
+        guard value.isFinite, !(value == 0 && value.sign == .minus) else { return (0, 0, 0) }
+        for (power, scale) in powersOfTen.enumerated() {
+            let scaled = (value * scale).rounded()
+            guard abs(scaled) < 9.0e15 else { return (0, 0, 0) }
+            let mantissa = Int64(scaled)
+            if Double(mantissa) / scale == value { return (power == 0 ? 1 : 2, mantissa, UInt8(power)) }
+        }
+        return (0, 0, 0)
+    }
+
     static func encode(_ samples: some Collection<PackedSample>, day: Int64) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(2 + samples.count * 34)
+        out.reserveCapacity(2 + samples.count * 24)
         out.append(format)
         putVarint(UInt64(samples.count), &out)
-        let dayStart = day &* Instant.nanosPerDay
+        var previousStart = day &* Instant.nanosPerDay
+        var previousSeq: Int64 = 0
+        var previousText: [UInt8] = []
         for s in samples {
-            let offset = s.start &- dayStart
+            let step = s.start &- previousStart
             let duration = s.end &- s.start
-            let seconds = offset % Instant.nanosPerSecond == 0 && duration % Instant.nanosPerSecond == 0
-            let integral = s.value == s.value.rounded() && abs(s.value) < 9.0e15 && !(s.value == 0 && s.value.sign == .minus)
-            var flags: UInt8 = seconds ? 4 : 0
-            if integral { flags |= 8 }
+            let seconds = step % Instant.nanosPerSecond == 0 && duration % Instant.nanosPerSecond == 0
+            let value = valueForm(s.value)
             let canonical = canonicalUUID(s.uuid)
+            var flags: UInt8 = (seconds ? 4 : 0) | value.form << 3
             switch canonical {
             case .lower: break
             case .upper: flags |= 1
@@ -67,15 +88,22 @@ enum SamplePack {
                 appendUUIDBytes(s.uuid, &out)
             } else {
                 let bytes = Array(s.uuid.utf8)
-                putVarint(UInt64(bytes.count), &out)
-                out.append(contentsOf: bytes)
+                var shared = 0
+                while shared < bytes.count, shared < previousText.count, bytes[shared] == previousText[shared] { shared += 1 }
+                putVarint(UInt64(shared), &out)
+                putVarint(UInt64(bytes.count - shared), &out)
+                out.append(contentsOf: bytes[shared...])
+                previousText = bytes
             }
             putVarint(UInt64(bitPattern: s.source), &out)
-            putVarint(UInt64(bitPattern: seconds ? offset / Instant.nanosPerSecond : offset), &out)
+            putSigned(seconds ? step / Instant.nanosPerSecond : step, &out)
             putSigned(seconds ? duration / Instant.nanosPerSecond : duration, &out)
-            if integral {
-                putSigned(Int64(s.value), &out)
-            } else {
+            switch value.form {
+            case 1: putSigned(value.mantissa, &out)
+            case 2:
+                putSigned(value.mantissa, &out)
+                out.append(value.power)
+            default:
                 var bits = s.value.bitPattern
                 for _ in 0..<8 {
                     out.append(UInt8(truncatingIfNeeded: bits))
@@ -83,8 +111,10 @@ enum SamplePack {
                 }
             }
             putVarint(UInt64(bitPattern: s.zone), &out)
-            putSigned(s.seq, &out)
+            putSigned(s.seq &- previousSeq, &out)
             putSigned(s.version, &out)
+            previousStart = s.start
+            previousSeq = s.seq
         }
         return out
     }
@@ -95,36 +125,49 @@ enum SamplePack {
         guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
         let count = try reader.varint()
         guard count <= UInt64(bytes.count) else { throw Damaged(reason: "a count of \(count) samples in \(bytes.count) bytes") }
-        let dayStart = day &* Instant.nanosPerDay
+        var previousStart = day &* Instant.nanosPerDay
+        var previousSeq: Int64 = 0
+        var previousText: [UInt8] = []
         for _ in 0..<count {
             let flags = try reader.byte()
             let uuid: String
             switch flags & 3 {
             case 0, 1: uuid = try reader.uuid(upper: flags & 3 == 1)
             case 2:
-                let length = Int(try reader.varint())
-                uuid = try reader.text(length)
+                let shared = try reader.varint()
+                guard shared <= UInt64(previousText.count) else { throw Damaged(reason: "a uuid sharing \(shared) bytes with one of \(previousText.count)") }
+                previousText.removeSubrange(Int(shared)...)
+                try reader.append(Int(truncatingIfNeeded: try reader.varint()), to: &previousText)
+                uuid = String(decoding: previousText, as: UTF8.self)
             default: throw Damaged(reason: "a uuid of unknown form \(flags & 3)")
             }
             let source = Int64(bitPattern: try reader.varint())
-            var offset = Int64(bitPattern: try reader.varint())
+            var step = try reader.signed()
             var duration = try reader.signed()
             if flags & 4 != 0 {
-                offset = offset &* Instant.nanosPerSecond
+                step = step &* Instant.nanosPerSecond
                 duration = duration &* Instant.nanosPerSecond
             }
             let value: Double
-            if flags & 8 != 0 {
-                value = Double(try reader.signed())
-            } else {
+            switch flags >> 3 & 3 {
+            case 0:
                 var bits: UInt64 = 0
                 for i in 0..<8 { bits |= UInt64(try reader.byte()) << (8 * UInt64(i)) }
                 value = Double(bitPattern: bits)
+            case 1: value = Double(try reader.signed())
+            case 2:
+                let mantissa = try reader.signed()
+                let power = Int(try reader.byte())
+                guard power < powersOfTen.count else { throw Damaged(reason: "a decimal value over 10^\(power)") }
+                value = Double(mantissa) / powersOfTen[power]
+            default: throw Damaged(reason: "a value of unknown form \(flags >> 3 & 3)")
             }
             let zone = Int64(bitPattern: try reader.varint())
-            let seq = try reader.signed()
+            let seq = previousSeq &+ (try reader.signed())
             let version = try reader.signed()
-            let start = dayStart &+ offset
+            let start = previousStart &+ step
+            previousStart = start
+            previousSeq = seq
             try body(PackedSample(uuid: uuid, source: source, start: start, end: start &+ duration, value: value,
                                   zone: zone, seq: seq, version: version))
         }
@@ -216,10 +259,10 @@ enum SamplePack {
             return Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
         }
 
-        mutating func text(_ length: Int) throws -> String {
+        mutating func append(_ length: Int, to buffer: inout [UInt8]) throws {
             guard length >= 0, length <= bytes.count - position else { throw Damaged(reason: "a uuid of \(length) bytes past the pack's end") }
-            defer { position += length }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[position..<(position + length)]), as: UTF8.self)
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[position..<(position + length)]))
+            position += length
         }
 
         private static let lowerDigits = Array("0123456789abcdef".utf8)
@@ -249,8 +292,10 @@ enum SamplePack {
 
     // MARK: The uuid index
 
-    /// A stable 64-bit hash of (user, uuid), the key of `sample_days`: which packs may hold
-    /// the uuid. Two uuids may share it; a reader always checks the uuid itself in the pack.
+    /// A stable 32-bit hash of (user, uuid), the key of `sample_days`: which packs may hold
+    /// the uuid (4 bytes a row). Two uuids may share it (among a million uuids, about a hundred
+    /// pairs do); a reader always checks the uuid itself in the pack, so a shared hash costs
+    /// the reading of another pack, never a wrong answer.
     static func hash(user: String, uuid: String) -> Int64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
@@ -262,6 +307,6 @@ enum SamplePack {
         h ^= h >> 33
         h = h &* 0xc4ce_b9fe_1a85_ec53
         h ^= h >> 33
-        return Int64(bitPattern: h)
+        return Int64(Int32(truncatingIfNeeded: h ^ h >> 32))
     }
 }

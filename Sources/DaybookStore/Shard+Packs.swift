@@ -3,13 +3,17 @@ import Foundation
 
 /// The state store (migration 006): live samples packed per (user, metric, UTC day of their
 /// start) in `packs`, one blob each (`SamplePack`); `sample_days` says which packs may hold
-/// a uuid, by a hash of (user, uuid), with a count of the uuids of that hash there; deleted
-/// uuids in `tombstones`, announced in `sample_days` under metric −1. A batch reads and
+/// a uuid, by a 32-bit hash of (user, uuid), with a count of the uuids of that hash there
+/// (a place is a pack's day and metric in one integer); deleted uuids in `tombstones`,
+/// announced in `sample_days` at place 0. A batch reads and
 /// rewrites each pack it changes once, and a uuid's lookup is one probe of a small index
 /// of integers (and of the few packs it names) instead of a row per sample keyed by text.
 extension Shard {
-    /// The `sample_days` metric that says "`tombstones` may hold a uuid of this hash".
-    static let tombstoneMarker = -1
+    /// The `sample_days` place that says "`tombstones` may hold a uuid of this hash".
+    static let tombstonePlace: Int64 = 0
+
+    /// A pack's (metric, UTC day) as one integer of `sample_days`: small, so 3 bytes a row.
+    static func place(metric: Int, day: Int64) -> Int64 { day << 3 | Int64(metric + 1) }
 
     /// Where a cursor over the stored samples stands: after this pack.
     public struct SampleCursor: Sendable, Equatable {
@@ -33,8 +37,8 @@ extension Shard {
         var moved = 0
         try database.inTransaction {
             let count = try database.statement("""
-                INSERT INTO sample_days (hash, metric, day, count) VALUES (?, ?, ?, 1)
-                ON CONFLICT (hash, metric, day) DO UPDATE SET count = count + 1
+                INSERT INTO sample_days (hash, place, count) VALUES (?, ?, 1)
+                ON CONFLICT (hash, place) DO UPDATE SET count = count + 1
                 """)
             let tombstone = try database.statement("INSERT OR IGNORE INTO tombstones (user, uuid) VALUES (?, ?)")
             let deleted = try database.statement("SELECT user, uuid FROM entries WHERE metric IS NULL")
@@ -44,8 +48,7 @@ extension Shard {
                 try tombstone.bind(2, uuid)
                 try tombstone.run()
                 try count.bind(1, uuidHash(user, uuid))
-                try count.bind(2, Shard.tombstoneMarker)
-                try count.bind(3, 0)
+                try count.bind(2, Shard.tombstonePlace)
                 try count.run()
             }
             let write = try database.statement("INSERT INTO packs (user, metric, day, samples) VALUES (?, ?, ?, ?)")
@@ -60,8 +63,7 @@ extension Shard {
                 try write.run()
                 for s in pack {
                     try count.bind(1, uuidHash(key.user, s.uuid))
-                    try count.bind(2, key.metric)
-                    try count.bind(3, key.day)
+                    try count.bind(2, Shard.place(metric: key.metric, day: key.day))
                     try count.run()
                 }
                 moved += pack.count
@@ -172,13 +174,13 @@ extension Shard {
         return out
     }
 
-    /// The (metric, day) of every pack `sample_days` names for `hash` (metric −1: a tombstone may have it).
-    func places(ofHash hash: Int64) throws -> [(metric: Int, day: Int64)] {
-        let read = try database.statement("SELECT metric, day FROM sample_days WHERE hash = ?")
+    /// The places (`place(metric:day:)`) `sample_days` names for `hash`.
+    func places(ofHash hash: Int64) throws -> [Int64] {
+        let read = try database.statement("SELECT place FROM sample_days WHERE hash = ?")
         try read.bind(1, hash)
         defer { read.reset() }
-        var out: [(metric: Int, day: Int64)] = []
-        while try read.step() { out.append((Int(read.int64(0)), read.int64(1))) }
+        var out: [Int64] = []
+        while try read.step() { out.append(read.int64(0)) }
         return out
     }
 
@@ -219,8 +221,7 @@ struct PackWork {
 
     private struct IndexKey: Hashable {
         var hash: Int64
-        var metric: Int
-        var day: Int64
+        var place: Int64
     }
 
     let shard: Shard
@@ -237,12 +238,12 @@ struct PackWork {
         if let known = placed[id] { return known }
         var place = Place(pack: nil, tombstoned: false)
         var maybeTombstoned = false
-        for (metric, day) in try shard.places(ofHash: hash) {
-            if metric == Shard.tombstoneMarker {
+        for spot in try shard.places(ofHash: hash) {
+            if spot == Shard.tombstonePlace {
                 maybeTombstoned = true
                 continue
             }
-            let key = PackKey(user: user, metric: metric, day: day)
+            let key = PackKey(user: user, metric: Int(spot & 7) - 1, day: spot >> 3)
             if try pack(key)[uuid] != nil {
                 place.pack = key
                 break
@@ -264,7 +265,7 @@ struct PackWork {
     mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) {
         packs[key]?[uuid] = nil
         dirty.insert(key)
-        counts[IndexKey(hash: hash, metric: key.metric, day: key.day), default: 0] -= 1
+        counts[IndexKey(hash: hash, place: Shard.place(metric: key.metric, day: key.day)), default: 0] -= 1
         placed[UserUUID(user: user, uuid: uuid), default: Place(pack: nil, tombstoned: false)].pack = nil
     }
 
@@ -272,7 +273,7 @@ struct PackWork {
         _ = try pack(key)
         packs[key]?[sample.uuid] = sample
         dirty.insert(key)
-        counts[IndexKey(hash: hash, metric: key.metric, day: key.day), default: 0] += 1
+        counts[IndexKey(hash: hash, place: Shard.place(metric: key.metric, day: key.day)), default: 0] += 1
         placed[UserUUID(user: user, uuid: sample.uuid)] = Place(pack: key, tombstoned: false)
     }
 
@@ -281,7 +282,7 @@ struct PackWork {
         try write.bind(1, user)
         try write.bind(2, uuid)
         try write.run()
-        if shard.database.changes > 0 { counts[IndexKey(hash: hash, metric: Shard.tombstoneMarker, day: 0), default: 0] += 1 }
+        if shard.database.changes > 0 { counts[IndexKey(hash: hash, place: Shard.tombstonePlace), default: 0] += 1 }
         placed[UserUUID(user: user, uuid: uuid)] = Place(pack: nil, tombstoned: true)
     }
 
@@ -290,7 +291,7 @@ struct PackWork {
         try write.bind(1, user)
         try write.bind(2, uuid)
         try write.run()
-        if shard.database.changes > 0 { counts[IndexKey(hash: hash, metric: Shard.tombstoneMarker, day: 0), default: 0] -= 1 }
+        if shard.database.changes > 0 { counts[IndexKey(hash: hash, place: Shard.tombstonePlace), default: 0] -= 1 }
         placed[UserUUID(user: user, uuid: uuid), default: Place(pack: nil, tombstoned: false)].tombstoned = false
     }
 
@@ -311,16 +312,15 @@ struct PackWork {
             try statement.run()
         }
         let add = try database.statement("""
-            INSERT INTO sample_days (hash, metric, day, count) VALUES (?, ?, ?, ?)
-            ON CONFLICT (hash, metric, day) DO UPDATE SET count = count + excluded.count
+            INSERT INTO sample_days (hash, place, count) VALUES (?, ?, ?)
+            ON CONFLICT (hash, place) DO UPDATE SET count = count + excluded.count
             """)
-        let prune = try database.statement("DELETE FROM sample_days WHERE hash = ? AND metric = ? AND day = ? AND count <= 0")
+        let prune = try database.statement("DELETE FROM sample_days WHERE hash = ? AND place = ? AND count <= 0")
         for (key, delta) in counts where delta != 0 {
             for statement in delta > 0 ? [add] : [add, prune] {
                 try statement.bind(1, key.hash)
-                try statement.bind(2, key.metric)
-                try statement.bind(3, key.day)
-                if statement === add { try statement.bind(4, delta) }
+                try statement.bind(2, key.place)
+                if statement === add { try statement.bind(3, delta) }
                 try statement.run()
             }
         }

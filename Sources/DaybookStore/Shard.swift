@@ -118,14 +118,14 @@ public final class Shard {
         INSERT INTO meta (key, value) SELECT 'rows_before_versions', '1' FROM totals LIMIT 1;
         """),
         // The packed state store (`Shard+Packs.swift`): a blob of samples per (user, metric,
-        // UTC day of their start), an index of integers from a hash of (user, uuid) to the
-        // packs that may hold it, and tombstones on their own. A shard that still has
+        // UTC day of their start), an index of small integers from a hash of (user, uuid) to
+        // the packs that may hold it, and tombstones on their own. A shard that still has
         // `entries` is moved into packs when it opens (`migrateEntriesToPacks`).
         ("006-packed-samples", """
         CREATE TABLE packs (user TEXT NOT NULL, metric INTEGER NOT NULL, day INTEGER NOT NULL, samples BLOB NOT NULL,
                             PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
-        CREATE TABLE sample_days (hash INTEGER NOT NULL, metric INTEGER NOT NULL, day INTEGER NOT NULL, count INTEGER NOT NULL,
-                                  PRIMARY KEY (hash, metric, day)) WITHOUT ROWID;
+        CREATE TABLE sample_days (hash INTEGER NOT NULL, place INTEGER NOT NULL, count INTEGER NOT NULL,
+                                  PRIMARY KEY (hash, place)) WITHOUT ROWID;
         CREATE TABLE tombstones (user TEXT NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
         """),
     ]
