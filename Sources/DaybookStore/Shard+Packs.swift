@@ -160,16 +160,16 @@ extension Shard {
                       value: packed.value, zone: try name(packed.zone), version: packed.version)
     }
 
-    /// The samples of a pack by uuid; empty if there is no such pack.
-    func readPack(_ key: PackKey) throws -> [String: PackedSample] {
+    /// The samples of a pack in the order they were written; empty if there is no such pack.
+    func readPack(_ key: PackKey) throws -> [PackedSample] {
         let read = try database.statement("SELECT samples FROM packs WHERE user = ? AND metric = ? AND day = ?")
         try read.bind(1, key.user)
         try read.bind(2, key.metric)
         try read.bind(3, key.day)
         defer { read.reset() }
-        var out: [String: PackedSample] = [:]
+        var out: [PackedSample] = []
         if try read.step() {
-            try read.withBlob(0) { bytes in try decodePack(bytes, key: key) { out[$0.uuid] = $0 } }
+            try read.withBlob(0) { bytes in try decodePack(bytes, key: key) { out.append($0) } }
         }
         return out
     }
@@ -207,6 +207,50 @@ extension PackedSample {
     }
 }
 
+/// A pack as a batch changes it: its samples in log order while only later ones are
+/// appended (the arrival of new samples), and a uuid index built only if a lookup needs it.
+struct PackEdit {
+    private(set) var samples: [PackedSample]
+    private var index: [String: Int]?
+    private var inOrder = true
+
+    init(_ samples: [PackedSample]) { self.samples = samples }
+
+    var isEmpty: Bool { samples.isEmpty }
+
+    mutating func position(of uuid: String) -> Int? {
+        if index == nil {
+            var built: [String: Int] = [:]
+            built.reserveCapacity(samples.count)
+            for (i, s) in samples.enumerated() { built[s.uuid] = i }
+            index = built
+        }
+        return index?[uuid]
+    }
+
+    /// Adds a sample whose uuid the pack does not hold.
+    mutating func append(_ sample: PackedSample) {
+        if let last = samples.last, !PackedSample.inPackOrder(last, sample) { inOrder = false }
+        index?[sample.uuid] = samples.count
+        samples.append(sample)
+    }
+
+    mutating func remove(_ uuid: String) {
+        guard let i = position(of: uuid) else { return }
+        let last = samples.count - 1
+        if i != last {
+            samples.swapAt(i, last)
+            index?[samples[i].uuid] = i
+            inOrder = false
+        }
+        samples.removeLast()
+        index?[uuid] = nil
+    }
+
+    /// The samples in pack order (`inPackOrder`), as they are written.
+    var ordered: [PackedSample] { inOrder ? samples : samples.sorted(by: PackedSample.inPackOrder) }
+}
+
 /// The packs one batch (or one lookup) reads, with what it changed, written at the end.
 struct PackWork {
     struct Place {
@@ -214,9 +258,14 @@ struct PackWork {
         var tombstoned: Bool
     }
 
+    /// A (user, uuid) keyed by the hash the index already computed (no string hashing).
     private struct UserUUID: Hashable {
         var user: String
         var uuid: String
+        var hash: Int64
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        static func == (a: UserUUID, b: UserUUID) -> Bool { a.hash == b.hash && a.uuid == b.uuid && a.user == b.user }
     }
 
     private struct IndexKey: Hashable {
@@ -225,7 +274,7 @@ struct PackWork {
     }
 
     let shard: Shard
-    private(set) var packs: [PackKey: [String: PackedSample]] = [:]
+    private var packs: [PackKey: PackEdit] = [:]
     private var dirty: Set<PackKey> = []
     private var placed: [UserUUID: Place] = [:]
     private var counts: [IndexKey: Int] = [:]
@@ -234,7 +283,7 @@ struct PackWork {
 
     /// Where the version in force of (user, uuid) is, and whether it is tombstoned.
     mutating func locate(user: String, uuid: String, hash: Int64) throws -> Place {
-        let id = UserUUID(user: user, uuid: uuid)
+        let id = UserUUID(user: user, uuid: uuid, hash: hash)
         if let known = placed[id] { return known }
         var place = Place(pack: nil, tombstoned: false)
         var maybeTombstoned = false
@@ -244,7 +293,8 @@ struct PackWork {
                 continue
             }
             let key = PackKey(user: user, metric: Int(spot & 7) - 1, day: spot >> 3)
-            if try pack(key)[uuid] != nil {
+            try load(key)
+            if packs[key]?.position(of: uuid) != nil {
                 place.pack = key
                 break
             }
@@ -254,27 +304,31 @@ struct PackWork {
         return place
     }
 
-    /// The samples of a pack as this work has them (read on first use).
-    mutating func pack(_ key: PackKey) throws -> [String: PackedSample] {
-        if let loaded = packs[key] { return loaded }
-        let read = try shard.readPack(key)
-        packs[key] = read
-        return read
+    /// The sample of `uuid` in a pack `locate` found it in.
+    mutating func sample(_ uuid: String, in key: PackKey) -> PackedSample? {
+        guard let i = packs[key]?.position(of: uuid) else { return nil }
+        return packs[key]?.samples[i]
+    }
+
+    /// Reads a pack on first use.
+    private mutating func load(_ key: PackKey) throws {
+        if packs[key] == nil { packs[key] = PackEdit(try shard.readPack(key)) }
     }
 
     mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) {
-        packs[key]?[uuid] = nil
+        packs[key]?.remove(uuid)
         dirty.insert(key)
         counts[IndexKey(hash: hash, place: Shard.place(metric: key.metric, day: key.day)), default: 0] -= 1
-        placed[UserUUID(user: user, uuid: uuid), default: Place(pack: nil, tombstoned: false)].pack = nil
+        placed[UserUUID(user: user, uuid: uuid, hash: hash), default: Place(pack: nil, tombstoned: false)].pack = nil
     }
 
+    /// Adds a sample whose uuid is in no pack (`locate` said so, or it was removed).
     mutating func insert(_ sample: PackedSample, of user: String, into key: PackKey, hash: Int64) throws {
-        _ = try pack(key)
-        packs[key]?[sample.uuid] = sample
+        try load(key)
+        packs[key]?.append(sample)
         dirty.insert(key)
         counts[IndexKey(hash: hash, place: Shard.place(metric: key.metric, day: key.day)), default: 0] += 1
-        placed[UserUUID(user: user, uuid: sample.uuid)] = Place(pack: key, tombstoned: false)
+        placed[UserUUID(user: user, uuid: sample.uuid, hash: hash)] = Place(pack: key, tombstoned: false)
     }
 
     mutating func addTombstone(user: String, uuid: String, hash: Int64) throws {
@@ -283,7 +337,7 @@ struct PackWork {
         try write.bind(2, uuid)
         try write.run()
         if shard.database.changes > 0 { counts[IndexKey(hash: hash, place: Shard.tombstonePlace), default: 0] += 1 }
-        placed[UserUUID(user: user, uuid: uuid)] = Place(pack: nil, tombstoned: true)
+        placed[UserUUID(user: user, uuid: uuid, hash: hash)] = Place(pack: nil, tombstoned: true)
     }
 
     mutating func dropTombstone(user: String, uuid: String, hash: Int64) throws {
@@ -292,7 +346,7 @@ struct PackWork {
         try write.bind(2, uuid)
         try write.run()
         if shard.database.changes > 0 { counts[IndexKey(hash: hash, place: Shard.tombstonePlace), default: 0] -= 1 }
-        placed[UserUUID(user: user, uuid: uuid), default: Place(pack: nil, tombstoned: false)].tombstoned = false
+        placed[UserUUID(user: user, uuid: uuid, hash: hash), default: Place(pack: nil, tombstoned: false)].tombstoned = false
     }
 
     /// Writes every changed pack (an empty one is deleted) and the index counts.
@@ -301,14 +355,12 @@ struct PackWork {
         let put = try database.statement("INSERT OR REPLACE INTO packs (user, metric, day, samples) VALUES (?, ?, ?, ?)")
         let drop = try database.statement("DELETE FROM packs WHERE user = ? AND metric = ? AND day = ?")
         for key in dirty {
-            let samples = packs[key] ?? [:]
-            let statement = samples.isEmpty ? drop : put
+            let pack = packs[key] ?? PackEdit([])
+            let statement = pack.isEmpty ? drop : put
             try statement.bind(1, key.user)
             try statement.bind(2, key.metric)
             try statement.bind(3, key.day)
-            if !samples.isEmpty {
-                try statement.bind(4, blob: SamplePack.encode(samples.values.sorted(by: PackedSample.inPackOrder), day: key.day))
-            }
+            if !pack.isEmpty { try statement.bind(4, blob: SamplePack.encode(pack.ordered, day: key.day)) }
             try statement.run()
         }
         let add = try database.statement("""
@@ -344,7 +396,7 @@ extension Shard: LedgerStore {
         out.reserveCapacity(uuids.count)
         for uuid in uuids {
             let place = try work.locate(user: user, uuid: uuid, hash: uuidHash(user, uuid))
-            if let key = place.pack, let packed = work.packs[key]?[uuid] {
+            if let key = place.pack, let packed = work.sample(uuid, in: key) {
                 out[uuid] = .live(try sample(packed, key: key), seq: packed.seq)
             } else {
                 out[uuid] = place.tombstoned ? .tombstoned : .absent
