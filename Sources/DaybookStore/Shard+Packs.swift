@@ -97,7 +97,7 @@ extension Shard {
     /// - Returns: the longest span among the samples written.
     func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], deletes: [(user: String, uuid: String)],
                       nameID: (String) throws -> Int64) throws -> Int64 {
-        var work = PackWork(shard: self)
+        var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
         for (s, seq) in upserts {
             let hash = uuidHash(s.user, s.uuid)
@@ -279,7 +279,10 @@ struct PackWork {
     private var placed: [UserUUID: Place] = [:]
     private var counts: [IndexKey: Int] = [:]
 
-    init(shard: Shard) { self.shard = shard }
+    init(shard: Shard, expecting uuids: Int = 0) {
+        self.shard = shard
+        placed.reserveCapacity(uuids)
+    }
 
     /// Where the version in force of (user, uuid) is, and whether it is tombstoned.
     mutating func locate(user: String, uuid: String, hash: Int64) throws -> Place {
@@ -391,7 +394,7 @@ extension Shard: LedgerStore {
     }
 
     public func entries(user: String, uuids: [String]) throws -> [String: StoredEntry] {
-        var work = PackWork(shard: self)
+        var work = PackWork(shard: self, expecting: uuids.count)
         var out: [String: StoredEntry] = [:]
         out.reserveCapacity(uuids.count)
         for uuid in uuids {
