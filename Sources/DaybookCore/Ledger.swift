@@ -327,6 +327,21 @@ public final class Ledger {
 
     /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
     /// as the cache knows.
+    /// Whether the store holds nothing of (`user`, `uuid`), as far as the cache knows: the
+    /// uuid's state is "absent", or its user is complete and the uuid unknown. Ask before
+    /// applying the uuid's event; a projector passes it on so that the store's write skips
+    /// looking the uuid up (`Shard.Batch.storeLacks`). False when the cache does not know.
+    public func storeLacks(user: String, uuid: String) -> Bool {
+        guard store != nil else { return false }
+        let state: UserState
+        if let last = lastUser, last.id == user { state = last.state } else if let known = users[user] { state = known } else { return false }
+        switch state.uuids[uuid] {
+        case .absent?: return true
+        case nil: return state.complete
+        default: return false
+        }
+    }
+
     public func isTombstoned(user: String, uuid: String) -> Bool {
         if case .tombstoned? = users[user]?.uuids[uuid] { return true }
         return false

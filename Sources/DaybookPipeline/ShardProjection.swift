@@ -85,11 +85,17 @@ public final class ShardProjection {
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
         for (event, position, deliveredAt) in events {
+            // Asked before the event changes what the cache knows of its uuid.
+            let storeLacks: Bool
+            if case .sampleAdded(let sample) = event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) } else { storeLacks = false }
             let changed = position < rereadBelow ? ledger.reapply(event, at: position, dirty: &dirty)
                                                  : ledger.apply(event, at: position, dirty: &dirty)
             switch event {
             case .sampleAdded(let sample):
-                if changed { batch.upserts.append((sample, position)) }
+                if changed {
+                    batch.upserts.append((sample, position))
+                    batch.storeLacks.append(storeLacks)
+                }
             case .sampleDeleted(let user, let uuid):
                 batch.deletes.append((user, uuid))
             case .sourceCheckedIn:

@@ -95,13 +95,13 @@ extension Shard {
     /// Writes a batch's samples and tombstones (inside the batch's transaction): each pack it
     /// changes is read once, changed in memory and written once.
     /// - Returns: the longest span among the samples written.
-    func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], deletes: [(user: String, uuid: String)],
+    func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], storeLacks: [Bool], deletes: [(user: String, uuid: String)],
                       nameID: (String) throws -> Int64) throws -> Int64 {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
-        for (s, seq) in upserts {
+        for (i, (s, seq)) in upserts.enumerated() {
             let hash = uuidHash(s.user, s.uuid)
-            let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash)
+            let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash, storeLacks: i < storeLacks.count && storeLacks[i])
             if let old = place.pack { work.remove(s.uuid, of: s.user, from: old, hash: hash) }
             if place.tombstoned { try work.dropTombstone(user: s.user, uuid: s.uuid, hash: hash) }
             let key = PackKey(user: s.user, metric: s.metric.storageCode, day: SamplePack.day(ofStart: s.start.nanoseconds))
@@ -285,10 +285,13 @@ struct PackWork {
     }
 
     /// Where the version in force of (user, uuid) is, and whether it is tombstoned.
-    mutating func locate(user: String, uuid: String, hash: Int64) throws -> Place {
+    /// - Parameter storeLacks: the caller knows the store held nothing of the uuid before
+    ///   this work began: only this work's own changes are looked at.
+    mutating func locate(user: String, uuid: String, hash: Int64, storeLacks: Bool = false) throws -> Place {
         let id = UserUUID(user: user, uuid: uuid, hash: hash)
         if let known = placed[id] { return known }
         var place = Place(pack: nil, tombstoned: false)
+        if storeLacks { return place }
         var maybeTombstoned = false
         for spot in try shard.places(ofHash: hash) {
             if spot == Shard.tombstonePlace {

@@ -320,6 +320,10 @@ public final class Shard {
     /// Everything one batch of messages changes, committed at once.
     public struct Batch {
         public var upserts: [(sample: Sample, seq: Int64)] = []
+        /// Parallel to `upserts` (or empty): true where the caller knows that the store held
+        /// nothing of the sample's uuid before this batch (`Ledger.storeLacks`), so that
+        /// writing it needs no lookup. A wrong true would keep two versions of a uuid.
+        public var storeLacks: [Bool] = []
         public var deletes: [(user: String, uuid: String)] = []
         public var rows: [DayKey: DayTotal?] = [:]
         public var deadLetters: [DeadLetter] = []
@@ -366,7 +370,7 @@ public final class Shard {
                 added.append((name, id))
                 return id
             }
-            let longest = max(maxSpan, try writeSamples(batch.upserts, deletes: batch.deletes, nameID: id))
+            let longest = max(maxSpan, try writeSamples(batch.upserts, storeLacks: batch.storeLacks, deletes: batch.deletes, nameID: id))
             if longest > maxSpan {
                 let span = try database.statement("INSERT OR REPLACE INTO meta (key, value) VALUES ('max_span_ns', ?)")
                 try span.bind(1, String(longest))
