@@ -174,6 +174,11 @@ final class RDKafkaConsumer {
     /// cluster: ~1.1 s from assignment to the first message, vs ~0.1 s). Anything fetched
     /// between the two calls is of an older fetch version and is discarded by librdkafka;
     /// the projector also skips offsets below a shard's and re-checks any jump.
+    ///
+    /// librdkafka 2.0.2 can undo the seek: one that lands while the end-of-log lookup of the
+    /// assignment (`OFFSET_END`, above) is in flight outdates the lookup, whose reply then
+    /// restarts it, and the partition is read from the end of the log. Nothing reports it;
+    /// the projector notices the end of partition past its shard's offset and seeks again.
     func start(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         try resume(Array(offsets.keys))
