@@ -197,8 +197,9 @@ final class RDKafkaConsumer {
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "seeking \(entry.key) to \(entry.value)", kind: .state) }
         }
         guard !offsets.isEmpty else { return }
+        let wait = Self.seekWait(timeoutMilliseconds)
         try call(Array(offsets.keys), offsets: offsets, "seeking", kind: .state) { list in
-            if let error = rd_kafka_seek_partitions(client.handle, list, timeoutMilliseconds) {
+            if let error = rd_kafka_seek_partitions(client.handle, list, wait) {
                 let code = rd_kafka_error_code(error)
                 rd_kafka_error_destroy(error)
                 return code
@@ -206,6 +207,15 @@ final class RDKafkaConsumer {
             return (0..<Int(list.pointee.cnt)).lazy.map { list.pointee.elems[$0].err }
                 .first { $0 != RD_KAFKA_RESP_ERR_NO_ERROR } ?? RD_KAFKA_RESP_ERR_NO_ERROR
         }
+    }
+
+    /// The timeout to give `rd_kafka_seek_partitions` for a wait of `milliseconds`. Before
+    /// 2.1.0 librdkafka waits for its replies in microseconds what it is given in milliseconds
+    /// (its issue 4230): 10 s became 10 ms, and a seek of 22 partitions after a rebalance on
+    /// a busy machine failed as "timed out" 11 ms in, stopping the projector (exit 69),
+    /// although librdkafka carried out every seek. There it is given a thousand times more.
+    static func seekWait(_ milliseconds: Int32, libraryVersion: Int32 = rd_kafka_version()) -> Int32 {
+        libraryVersion < 0x0201_0000 ? Int32(clamping: Int64(milliseconds) * 1_000) : milliseconds
     }
 
     /// Commits offsets to the group (informational: the truth is stored with the data).
