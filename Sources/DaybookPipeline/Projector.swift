@@ -339,10 +339,11 @@ public final class Projector: RebalanceHandler {
     }
 
     /// Closes the shards of partitions the group took away and opens, checks and starts
-    /// those it gave, since the loop last acted.
-    private func actOnAssignments() throws {
+    /// those it gave, since the loop last acted; returns the partitions it started.
+    @discardableResult
+    private func actOnAssignments() throws -> Set<Int32> {
         let actions = assignments.take()
-        guard !actions.isEmpty else { return }
+        guard !actions.isEmpty else { return [] }
         for partition in actions.close {
             workers[partition] = nil // closes the shard and lets go of its lock
         }
@@ -353,18 +354,20 @@ public final class Projector: RebalanceHandler {
             try checkLog(worker.shard)
             workers[partition] = worker
             offsets[worker.partition] = worker.shard.nextOffset
+            resought[partition] = nil // a new reading: a jump in it is sought back once again
         }
         assignments.started(actions.start)
         followStandbys()
         shareCache()
         recordRoles()
-        guard !offsets.isEmpty else { return }
+        guard !offsets.isEmpty else { return [] }
         do {
             try consumer.start(offsets)
         } catch {
             throw ProjectorError(kind: .kafka, message: "starting \(offsets.keys.sorted().map(\.description).joined(separator: ", ")): \(error)")
         }
         claim(offsets, waiting: true)
+        return Set(actions.start)
     }
 
     /// Opens the shard of a partition the group gave. A member of the group on the same
@@ -448,6 +451,25 @@ public final class Projector: RebalanceHandler {
             throw ProjectorError(kind: .kafka, message: "seeking \(tp) back to \(next): \(error)")
         }
         return false
+    }
+
+    /// A partition whose end the consumer reports past the next offset its shard (with the
+    /// staged batch) needs has skipped the messages in between: every message before an end
+    /// of partition is delivered ahead of it. librdkafka 2.0.2 does this to a partition that
+    /// `start` seeks while the end-of-log lookup of its assignment is still in flight: the
+    /// lookup's reply, outdated by the seek, restarts the lookup, which moves the partition
+    /// to the end of the log and undoes the seek. On a log that is not growing nothing else
+    /// arrives, and the partition would keep its lag for ever. Handled as a jump in the
+    /// offsets (`checkContinuity`): sought back to the shard's offset once.
+    private func checkEnds(_ ends: [Int32: Int64]) throws {
+        for (partition, end) in ends {
+            guard let worker = workers[partition] else { continue }
+            // Messages from the stop offset on are not applied: an end past it is no gap.
+            let reach = worker.stopOffset.map { min($0, end) } ?? end
+            guard reach > worker.expectedNext else { continue }
+            logger.info("\(worker.partition): the consumer reached the end of the log at \(end) while the shard needs \(worker.expectedNext) next")
+            _ = try checkContinuity(worker, first: reach)
+        }
     }
 
     /// When the consumer delivered nothing for `connectTimeout`, asks the cluster for its
@@ -629,21 +651,28 @@ public final class Projector: RebalanceHandler {
             let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
             try checkClusterStillAnswers(heardFrom: !events.isEmpty)
             // What the group changed during this poll is acted on before its messages count:
-            // a revoked partition's messages are not applied, a given one's are.
+            // a revoked partition's messages are not applied, and neither is what was read of
+            // a partition before it was started again (taken and given back within the poll):
+            // it is read again from its shard's offset.
+            let restarted: Set<Int32>
             do {
-                try actOnAssignments()
+                restarted = try actOnAssignments()
             } catch {
                 throw classify(error)
             }
             var byPartition: [Int32: [ConsumedMessage]] = [:]
+            var ends: [Int32: Int64] = [:]
             for event in events {
                 switch event {
                 case .message(let m) where m.topicPartition.topic == options.topic:
+                    guard !restarted.contains(m.topicPartition.partition) else { break }
                     byPartition[m.topicPartition.partition, default: []].append(m)
                 case .endOfPartition(let tp, let offset):
+                    guard !restarted.contains(tp.partition) else { break }
                     workers[tp.partition]?.endOffset = offset
+                    ends[tp.partition] = offset
                 case .offsetOutOfRange(let tp, let offset) where tp.topic == options.topic:
-                    guard let worker = workers[tp.partition] else { break }
+                    guard !restarted.contains(tp.partition), let worker = workers[tp.partition] else { break }
                     // Retention deleted what the shard needs (or the log was replaced): say which.
                     try checkLog(worker.shard)
                     throw ProjectorError(kind: .logMismatch, message: "\(tp): offset \(offset) is outside the log; nothing past \(worker.shard.nextOffset) was applied")
@@ -661,11 +690,15 @@ public final class Projector: RebalanceHandler {
             for (partition, messages) in byPartition {
                 guard let worker = workers[partition],
                       let first = messages.first(where: { $0.offset >= worker.expectedNext })?.offset else { continue }
-                if try !checkContinuity(worker, first: first) { byPartition[partition] = nil }
+                if try !checkContinuity(worker, first: first) {
+                    byPartition[partition] = nil
+                    ends[partition] = nil // sought back: that end was reached by the reading just undone
+                }
             }
             let polled = byPartition.values.reduce(0) { $0 + $1.count }
             stageInParallel(byPartition)
             byPartition.removeAll() // librdkafka's buffers go back now; the staged events are copies
+            try checkEnds(ends)
             let due = duePartitions(idle: polled == 0)
             appliedSinceProgress += try commit(due, into: &summary)
             if options.forwardDeadLetters { forwardDeadLetters() }

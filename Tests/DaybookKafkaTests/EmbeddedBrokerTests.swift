@@ -270,6 +270,18 @@ import Testing
         consumer.close()
     }
 
+    /// librdkafka before 2.1.0 takes the seek's timeout for microseconds: 10,000 ms asked is
+    /// given as 10,000 × 1,000 = 10,000,000 there (waited as 10,000,000 µs = 10 s); 2.1.0 and
+    /// later (0x020100ff) are given it as it is. 2.0.2 is 0x020002ff.
+    @Test func aSeekWaitsAsLongAsAskedWhateverUnitLibrdkafkaWaitsIn() {
+        #expect(RDKafkaConsumer.seekWait(10_000, libraryVersion: 0x0200_02ff) == 10_000_000)
+        #expect(RDKafkaConsumer.seekWait(5_000, libraryVersion: 0x0200_02ff) == 5_000_000)
+        #expect(RDKafkaConsumer.seekWait(10_000, libraryVersion: 0x0201_00ff) == 10_000)
+        #expect(RDKafkaConsumer.seekWait(10_000, libraryVersion: 0x0206_01ff) == 10_000)
+        // Beyond what an Int32 holds, the longest wait it can say (about 24.8 days).
+        #expect(RDKafkaConsumer.seekWait(3_000_000, libraryVersion: 0x0200_02ff) == Int32.max)
+    }
+
     /// Kafka's time index as `daybook replay --from-time` uses it. The mock cluster answers
     /// every lookup by timestamp with "none" (its ListOffsets handler has no time index), so
     /// the answer is checked against the log and found by reading message timestamps.

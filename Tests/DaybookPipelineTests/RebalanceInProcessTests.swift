@@ -175,4 +175,54 @@ import Testing
         // Every event applied exactly once: the shards' offsets sum to the log's length.
         #expect(try ShardReader(directory: dir).offsets(topic: PipelineRig.topic).values.map(\.nextOffset).reduce(0, +) == Int64(first.count + second.count))
     }
+
+    /// The stall of `daybook bench`'s group run: librdkafka 2.0.2 can undo the seek that
+    /// starts a partition at its shard's offset (a seek landing while the end-of-log lookup
+    /// of the assignment is in flight; see `RDKafkaConsumer.start`), leaving the partition
+    /// read from the end of the log with nothing delivered, and a log that no longer grows
+    /// gave it nothing to notice: its lag stayed, `--until-caught-up` never ended. Here each
+    /// partition is put there by hand as soon as it is started (sought to the end of the log
+    /// before anything of it is polled); the projector must read it from its shard's offset
+    /// all the same. The run is bounded by loop rounds, not time.
+    @Test(.timeLimit(.minutes(2))) func aPartitionStartedAtTheEndOfTheLogIsReadFromItsShardsOffset() throws {
+        let rig = try PipelineRig(partitions: 2)
+        // 30 users in 2 partitions: 60 events, 30 rows of 750 (naive sum 900, max 600).
+        let events = try Self.users(0..<30)
+        try rig.publish(events)
+        let dir = rig.dataDirectory()
+        var options = ProjectorOptions(dataDirectory: dir)
+        options.untilCaughtUp = true
+        options.connectTimeout = .seconds(10)
+        let projector = try Projector(connection: rig.connection, consumer: rig.consumer(), producer: ProducerConfiguration(),
+                                      priority: .builtIn, options: options, logger: .silent)
+        let consumer = projector.kafkaConsumer
+        var moved: [Int32: Int64] = [:]
+        var rounds = 0, roundsSinceMoved = 0
+        // shouldStop runs on the poll loop's thread, between two rounds: what was started in
+        // the last round has had nothing of it polled yet.
+        let summary = try projector.run(shouldStop: {
+            rounds += 1
+            for partition in projector.workersByPartition where moved[partition] == nil {
+                let tp = TopicPartition(PipelineRig.topic, partition)
+                guard let end = try? consumer.watermarks(tp).high, (try? consumer.seek([tp: end])) != nil else { continue }
+                moved[partition] = end
+            }
+            if moved.count == rig.partitions { roundsSinceMoved += 1 }
+            // Stuck at the end, a partition is a round of 100 ms of nothing each time: 300
+            // rounds is half a minute without the messages; caught up, the run ends long before.
+            return rounds > 3_000 || roundsSinceMoved > 300
+        }, progress: { _ in })
+
+        // Both partitions had messages past offset 0, and both were moved to their end.
+        #expect(moved.count == 2 && moved.values.allSatisfy { $0 > 0 }, "\(moved)")
+        #expect(moved.values.reduce(0, +) == Int64(events.count))
+        #expect(summary.caughtUp)
+        #expect(summary.applied == events.count)
+        let rows = try PipelineRig.rows(dir)
+        #expect(rows == PipelineRig.rollup(events))
+        #expect(rows.count == 30 && rows.allSatisfy { Fixture.steps([$0], $0.key.user) == 750 })
+        // Each shard is at the end of its partition: every event applied once.
+        let offsets = try ShardReader(directory: dir).offsets(topic: PipelineRig.topic)
+        #expect(offsets.mapValues(\.nextOffset) == moved)
+    }
 }

@@ -174,6 +174,11 @@ final class RDKafkaConsumer {
     /// cluster: ~1.1 s from assignment to the first message, vs ~0.1 s). Anything fetched
     /// between the two calls is of an older fetch version and is discarded by librdkafka;
     /// the projector also skips offsets below a shard's and re-checks any jump.
+    ///
+    /// librdkafka 2.0.2 can undo the seek: one that lands while the end-of-log lookup of the
+    /// assignment (`OFFSET_END`, above) is in flight outdates the lookup, whose reply then
+    /// restarts it, and the partition is read from the end of the log. Nothing reports it;
+    /// the projector notices the end of partition past its shard's offset and seeks again.
     func start(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         try resume(Array(offsets.keys))
@@ -192,8 +197,9 @@ final class RDKafkaConsumer {
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "seeking \(entry.key) to \(entry.value)", kind: .state) }
         }
         guard !offsets.isEmpty else { return }
+        let wait = Self.seekWait(timeoutMilliseconds)
         try call(Array(offsets.keys), offsets: offsets, "seeking", kind: .state) { list in
-            if let error = rd_kafka_seek_partitions(client.handle, list, timeoutMilliseconds) {
+            if let error = rd_kafka_seek_partitions(client.handle, list, wait) {
                 let code = rd_kafka_error_code(error)
                 rd_kafka_error_destroy(error)
                 return code
@@ -201,6 +207,15 @@ final class RDKafkaConsumer {
             return (0..<Int(list.pointee.cnt)).lazy.map { list.pointee.elems[$0].err }
                 .first { $0 != RD_KAFKA_RESP_ERR_NO_ERROR } ?? RD_KAFKA_RESP_ERR_NO_ERROR
         }
+    }
+
+    /// The timeout to give `rd_kafka_seek_partitions` for a wait of `milliseconds`. Before
+    /// 2.1.0 librdkafka waits for its replies in microseconds what it is given in milliseconds
+    /// (its issue 4230): 10 s became 10 ms, and a seek of 22 partitions after a rebalance on
+    /// a busy machine failed as "timed out" 11 ms in, stopping the projector (exit 69),
+    /// although librdkafka carried out every seek. There it is given a thousand times more.
+    static func seekWait(_ milliseconds: Int32, libraryVersion: Int32 = rd_kafka_version()) -> Int32 {
+        libraryVersion < 0x0201_0000 ? Int32(clamping: Int64(milliseconds) * 1_000) : milliseconds
     }
 
     /// Commits offsets to the group (informational: the truth is stored with the data).
