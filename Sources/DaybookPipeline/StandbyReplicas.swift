@@ -19,6 +19,27 @@ public enum StandbyChoice: Sendable, Equatable {
         }
         return wanted.filter { !owned.contains($0) }.sorted()
     }
+
+    /// Refuses partitions a topic of `count` partitions does not have (`all` is never refused).
+    /// - Throws: `ProjectorError` `.badRequest`, with `partition` set, for the first chosen
+    ///   partition outside `0..<count` (`PartitionChoice`).
+    public func check(topic: String, count: Int) throws(ProjectorError) {
+        guard case .partitions(let chosen) = self else { return }
+        _ = try PartitionChoice.resolve(chosen, topic: topic, count: count)
+    }
+
+    /// Asks the cluster for `topic`'s partition count (until `timeout`) and checks the choice
+    /// against it, before a projector is started with it: a partition the topic does not
+    /// have is a mistake to refuse, where a running projector would only warn and follow
+    /// the others. `all` asks nothing.
+    /// - Throws: `ProjectorError`: `.badRequest` as `check(topic:count:)`; `.kafka` when the
+    ///   cluster does not answer or the topic is missing.
+    public func check(topic: String, in log: LogAccess, timeout: Duration, logger: Logger) throws {
+        guard case .partitions = self else { return }
+        let (consumer, count) = try log.consumer(counting: topic, timeout: timeout, logger: logger)
+        defer { consumer.close() }
+        try check(topic: topic, count: count)
+    }
 }
 
 /// Warm standby shards: partitions this member does not own, followed read-only in its own

@@ -17,7 +17,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
-        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo)."),
+        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo). A partition the topic does not have is refused (64)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Write Prometheus metrics to PATH every 5 s, atomically (node_exporter textfile; see METRICS)."),
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
@@ -92,8 +92,8 @@ enum ProjectCommand: Subcommand {
     under another source priority (rebuild into a new --data); 65 a file in DIR is not a
     shard (damaged or foreign: move it away, it is rebuilt); 66 the directory of
     --metrics-file is missing; 69 Kafka unreachable within --connect-timeout, or the
-    topic is missing; 64 usage (including a malformed --brokers, or a --metrics-file
-    that is a directory).
+    topic is missing; 64 usage (including a malformed --brokers, a --metrics-file
+    that is a directory, or a --standby partition the topic does not have).
 
     EXAMPLES:
       daybook project --brokers localhost:9092 --data /var/lib/daybook
@@ -139,7 +139,16 @@ enum ProjectCommand: Subcommand {
             options.standby = try standbyChoice(standby)
         }
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
-        // Checked and first written before anything else: a wrong path is told at once.
+        if let standby = options.standby {
+            // Before anything is written: a running projector would only warn and follow the others.
+            let log = LogAccess(connection: config.connection, consumer: config.consumer, producer: config.producer)
+            do {
+                try standby.check(topic: options.topic, in: log, timeout: connectTimeout, logger: logger)
+            } catch let error as ProjectorError where error.kind == .badRequest && error.partition != nil {
+                throw CLIError.usage("--standby \(error.partition ?? 0): \(error.message); give all, or partitions the topic has")
+            }
+        }
+        // Checked and first written before the projector starts: a wrong path is told at once.
         var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in
             try ProjectorMetrics(path: path, topic: options.topic, logger: logger)
         }

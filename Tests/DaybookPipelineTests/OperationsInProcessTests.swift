@@ -117,6 +117,27 @@ import Testing
     }
 
     /// A damaged roles file costs the roles and a warning, not the shards' figures.
+    /// A standby partition the topic does not have is a bad request naming it and the
+    /// topic's range, told by asking the cluster before any projector starts; `all` and
+    /// partitions it has pass (and `all` asks nothing: an unreachable cluster is not asked).
+    @Test func aStandbyPartitionTheTopicDoesNotHaveIsABadRequest() throws {
+        try StandbyChoice.all.check(topic: "health-samples", count: 2)
+        try StandbyChoice.partitions([0, 1]).check(topic: "health-samples", count: 2)
+        let pure = #expect(throws: ProjectorError.self) { try StandbyChoice.partitions([1, 4, 7]).check(topic: "health-samples", count: 4) }
+        #expect(pure?.kind == .badRequest && pure?.partition == 4)
+        #expect(pure?.message == "health-samples has no partition 4: it has 4 (0…3)")
+
+        let rig = try PipelineRig(partitions: 2)
+        try StandbyChoice.partitions([1]).check(topic: PipelineRig.topic, in: rig.access(), timeout: .seconds(10), logger: .silent)
+        let asked = #expect(throws: ProjectorError.self) {
+            try StandbyChoice.partitions([0, 2]).check(topic: PipelineRig.topic, in: rig.access(), timeout: .seconds(10), logger: .silent)
+        }
+        #expect(asked?.kind == .badRequest && asked?.partition == 2)
+        #expect(asked?.message == "health-samples has no partition 2: it has 2 (0…1)")
+        let nowhere = LogAccess(connection: KafkaConnection(bootstrapServers: "127.0.0.1:1"), consumer: rig.consumer(), producer: ProducerConfiguration())
+        try StandbyChoice.all.check(topic: PipelineRig.topic, in: nowhere, timeout: .seconds(1), logger: .silent)
+    }
+
     @Test func aDamagedRolesFileIsAWarningNotAFailure() throws {
         let rig = try PipelineRig(partitions: 2)
         let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
