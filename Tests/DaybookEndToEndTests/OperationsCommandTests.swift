@@ -118,7 +118,7 @@ import Testing
     }
 
     @Test func helpTeaches() throws {
-        for (command, words) in [("status", ["lag", "dead_letters_pending", "standby", "EXIT CODES", "EXAMPLES"]),
+        for (command, words) in [("status", ["lag", "dead_letters_pending", "standby", "EXIT CODES", "EXAMPLES", "DEAD LETTERS counts", "unforwarded"]),
                                  ("locate", ["partitioner", "owner", "read service", "EXIT CODES"]),
                                  ("project", ["--standby", "WARM STANDBY", "A partition the topic does not have is refused (64)"])] {
             let r = try Daybook.run(["help", command])
