@@ -42,6 +42,20 @@ public enum StandbyChoice: Sendable, Equatable {
     }
 }
 
+/// What a projector's warm standby shards did (`Projector.standbyStatistics`): counted as
+/// they are applied, since the projector started.
+public struct StandbyStatistics: Sendable, Equatable {
+    /// Events applied to standby shards (each in one transaction with its shard's offset).
+    public var applied = 0
+    /// Dead letters recorded in standby shards (not forwarded: the owner forwards them).
+    public var deadLetters = 0
+
+    public init(applied: Int = 0, deadLetters: Int = 0) {
+        self.applied = applied
+        self.deadLetters = deadLetters
+    }
+}
+
 /// Warm standby shards: partitions this member does not own, followed read-only in its own
 /// data directory so that when the group moves one here its shard is close behind the log
 /// and the owner starts from the shard's offset instead of 0 (Kafka Streams' standby
@@ -158,16 +172,18 @@ final class StandbyReplicas {
         restartReading()
     }
 
-    /// What one round of applying did.
-    struct Round {
-        var applied = 0
-        var deadLetters = 0
-    }
+    /// What the standby shards applied since this projector started (`Projector.standbyStatistics`).
+    private(set) var statistics = StandbyStatistics()
 
-    /// Reads what has arrived (without waiting) and applies it to the standby shards.
+    /// Reads what has arrived (without waiting) and applies it to the standby shards;
+    /// returns what this round applied (also added to `statistics`).
     @discardableResult
-    func applyArrived(maxMessages: Int) -> Round {
-        var round = Round()
+    func applyArrived(maxMessages: Int) -> StandbyStatistics {
+        var round = StandbyStatistics()
+        defer {
+            statistics.applied += round.applied
+            statistics.deadLetters += round.deadLetters
+        }
         guard !workers.isEmpty else { return round }
         var byPartition: [Int32: [ConsumedMessage]] = [:]
         for event in consumer.poll(maxMessages: maxMessages, timeoutMilliseconds: 0) {

@@ -68,8 +68,8 @@ enum ProjectCommand: Subcommand {
     partition on this machine too. 'daybook status' shows each shard's role (owned,
     standby) and lag; 'daybook totals' says when it read a standby shard (it may lag);
     standbys need a DIR of this member's own (two members on one DIR would hold each
-    other's shards);
-    the metrics file has daybook_standby_lag_messages. Guides/Operations.md, "Running on
+    other's shards); the metrics file has daybook_standby_lag_messages, and the summary
+    line at exit what the standby shards applied. Guides/Operations.md, "Running on
     several machines", has the measured takeover times.
 
     Before reading a partition the projector checks its shard against the log: the shard's
@@ -174,8 +174,16 @@ enum ProjectCommand: Subcommand {
         reporter.finish()
         // The same counts as the summary line below: both are the projector's own.
         metrics?.finish(projector?.statistics ?? ProjectorStatistics())
-        let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
-        printError("project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(summary.staleResends > 0 ? ", \(summary.staleResends) stale re-sends ignored" : "")\(summary.caughtUp ? "; caught up" : "")")
+        printError(summaryLine(summary, standby: projector?.standbyStatistics))
         return ExitCode.ok
+    }
+
+    /// The line `project` ends with: what the run applied, and what its warm standby shards
+    /// applied when it kept any (`standby`, nil without --standby).
+    static func summaryLine(_ summary: ProjectorSummary, standby: StandbyStatistics?) -> String {
+        let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
+        let stale = summary.staleResends > 0 ? ", \(summary.staleResends) stale re-sends ignored" : ""
+        let standbyText = standby.map { "; standby shards: applied \($0.applied), dead letters \($0.deadLetters) (recorded there; the owners forward them)" } ?? ""
+        return "project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(stale)\(standbyText)\(summary.caughtUp ? "; caught up" : "")"
     }
 }

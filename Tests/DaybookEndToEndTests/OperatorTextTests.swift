@@ -1,12 +1,27 @@
-import DaybookPipeline
+@testable import DaybookPipeline
 import DaybookTestSupport
 import Foundation
 import Testing
 @testable import daybook
 
-/// What the operator commands print for people, checked in process: status's DEAD LETTERS column.
+/// What `project` and `status` print for people, checked in process: the standby part of
+/// project's summary, and status's DEAD LETTERS column.
 @Suite struct OperatorTextTests {
     let scratch = TemporaryDirectory()
+
+    /// With --standby the summary says what the standby shards applied; without, nothing.
+    @Test func projectsSummaryTellsWhatItsStandbyShardsApplied() {
+        var summary = ProjectorSummary()
+        summary.statistics.applied = 30
+        summary.caughtUp = true
+        let without = ProjectCommand.summaryLine(summary, standby: nil)
+        #expect(!without.contains("standby"), "\(without)")
+        #expect(without.hasPrefix("project: applied 30, dead letters 0,") && without.hasSuffix("; caught up"), "\(without)")
+        // --standby given, nothing arrived for its shards: still said, as 0.
+        #expect(ProjectCommand.summaryLine(summary, standby: StandbyStatistics()).contains("; standby shards: applied 0, dead letters 0 "))
+        let with = ProjectCommand.summaryLine(summary, standby: StandbyStatistics(applied: 15, deadLetters: 2))
+        #expect(with.hasSuffix("; standby shards: applied 15, dead letters 2 (recorded there; the owners forward them); caught up"), "\(with)")
+    }
 
     /// DEAD LETTERS is the shard's count, and how many of them are not forwarded yet
     /// (it was "DLQ PENDING" over "0/3", which said neither).
