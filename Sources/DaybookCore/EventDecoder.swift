@@ -60,22 +60,10 @@ public struct EventDecoder: Sendable {
     public func decode(batch lines: [UnsafeBufferPointer<UInt8>?], lineLimit: Int) -> [Result<Event, EventError>] {
         let tooLong = EventError.lineTooLong(limit: lineLimit)
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
-        let per = (lines.count + workers - 1) / workers
-        return [Result<Event, EventError>](unsafeUninitializedCapacity: lines.count) { buffer, count in
-            guard let base = buffer.baseAddress else { return }
-            // Each worker initializes its own slice of the buffer; the bytes outlive the call.
-            nonisolated(unsafe) let out = base
-            nonisolated(unsafe) let snapshot = lines
-            DispatchQueue.concurrentPerform(iterations: workers) { w in
-                for i in (w * per)..<min(snapshot.count, (w + 1) * per) {
-                    guard let bytes = snapshot[i] else {
-                        (out + i).initialize(to: .failure(tooLong))
-                        continue
-                    }
-                    (out + i).initialize(to: Result { () throws(EventError) in try decode(bytes) })
-                }
-            }
-            count = lines.count
+        // A line is microseconds of work: contiguous slices, one per core, not a task per line.
+        return lines.parallelMap(slices: workers) { line in
+            guard let bytes = line else { return .failure(tooLong) }
+            return Result { () throws(EventError) in try decode(bytes) }
         }
     }
 

@@ -699,18 +699,7 @@ private struct MetricState {
                 dropped.append(r.uuid)
             }
         }
-        for (d, gone) in leaving {
-            guard var bucket = buckets[d] else { continue }
-            let seqs = Set(gone.map(\.seq))
-            bucket.seqs.removeAll { seqs.contains($0) }
-            for (_, zone) in gone {
-                if let k = bucket.zones.firstIndex(where: { $0.zone == zone }) {
-                    bucket.zones[k].count -= 1
-                    if bucket.zones[k].count == 0 { bucket.zones.remove(at: k) }
-                }
-            }
-            buckets[d] = bucket.seqs.isEmpty ? nil : bucket
-        }
+        for (d, gone) in leaving { removeFromBucket(d, gone) }
         return dropped
     }
 
@@ -755,14 +744,33 @@ private struct MetricState {
     mutating func remove(_ r: Record, cumulative: Bool, zones: [ZoneRules]) {
         records[r.seq] = nil
         for day in bucketDays(of: r, cumulative: cumulative, zones: zones) {
-            guard var bucket = buckets[day] else { continue }
-            if let k = bucket.seqs.firstIndex(of: r.seq) { bucket.seqs.remove(at: k) }
-            if let k = bucket.zones.firstIndex(where: { $0.zone == r.zone }) {
+            removeFromBucket(day, CollectionOfOne((seq: r.seq, zone: r.zone)))
+        }
+    }
+
+    /// Takes the records `leaving` (each a seq and the zone it was recorded in) out of the
+    /// bucket of `day`: their seqs out of its list, one count each out of its zone counts;
+    /// drops the bucket once it is empty. The bucket is rewritten once whatever the number of
+    /// records (`evict` gathers a day's leavers first: one by one would be quadratic).
+    ///
+    /// Complexity: O(*b* + *k*) for a bucket of *b* seqs and *k* records leaving, plus
+    /// O(*k*·*z*) for its *z* zones (one or two in practice).
+    private mutating func removeFromBucket(_ day: Int32, _ leaving: some Collection<(seq: Int64, zone: Int32)>) {
+        // Taken out while it changes, so that its arrays are not copied on write.
+        guard var bucket = buckets.removeValue(forKey: day) else { return }
+        if leaving.count == 1, let only = leaving.first {
+            if let k = bucket.seqs.firstIndex(of: only.seq) { bucket.seqs.remove(at: k) }
+        } else {
+            let seqs = Set(leaving.map(\.seq))
+            bucket.seqs.removeAll { seqs.contains($0) }
+        }
+        for (_, zone) in leaving {
+            if let k = bucket.zones.firstIndex(where: { $0.zone == zone }) {
                 bucket.zones[k].count -= 1
                 if bucket.zones[k].count == 0 { bucket.zones.remove(at: k) }
             }
-            buckets[day] = bucket.seqs.isEmpty ? nil : bucket
         }
+        if !bucket.seqs.isEmpty { buckets[day] = bucket }
     }
 
     func forEachBucket(of r: Record, _ body: (Bucket) -> Void) {

@@ -26,6 +26,10 @@ extension Projector {
         followStandbys()
     }
 
+    /// What the warm standby shards applied since the projector started (valid during and
+    /// after `run`, also after it threw); nil without `ProjectorOptions.standby`.
+    public var standbyStatistics: StandbyStatistics? { standby?.statistics }
+
     /// Applies what the standby consumer has read (never waits).
     func applyStandbys() {
         guard let standby else { return }

@@ -735,15 +735,8 @@ public final class Projector: RebalanceHandler {
             workers[partition].map { ($0, messages) } // revoked since the poll: not ours any more
         }
         guard !jobs.isEmpty else { return }
-        nonisolated(unsafe) var counts = [(skipped: Int, reread: Int)](repeating: (0, 0), count: jobs.count)
-        nonisolated(unsafe) let work = jobs
-        counts.withUnsafeMutableBufferPointer { buffer in
-            nonisolated(unsafe) let out = buffer
-            DispatchQueue.concurrentPerform(iterations: work.count) { i in
-                out[i] = work[i].0.stage(work[i].1[...])
-            }
-        }
-        for c in counts {
+        // Each task stages into its own worker only.
+        for c in jobs.parallelMap({ worker, messages in worker.stage(messages[...]) }) {
             statistics.skipped += c.skipped
             statistics.reread += c.reread
         }
@@ -802,25 +795,18 @@ public final class Projector: RebalanceHandler {
     /// Commits the staged batches of `partitions`, in parallel (each its own shard).
     private func commitInParallel(_ partitions: [Int32]) throws -> [PartitionWorker.Outcome] {
         let jobs = partitions.compactMap { workers[$0] }
-        nonisolated(unsafe) var results = [Result<PartitionWorker.Outcome, Error>?](repeating: nil, count: jobs.count)
-        nonisolated(unsafe) let work = jobs
-        results.withUnsafeMutableBufferPointer { buffer in
-            nonisolated(unsafe) let out = buffer
-            DispatchQueue.concurrentPerform(iterations: work.count) { i in
-                out[i] = Result { try work[i].commitStaged() }
-            }
-        }
+        // Each task commits its own worker's shard; every partition's outcome is kept (a
+        // failed one's worker is dropped, the others' commits stand).
+        let results = jobs.parallelMap { worker in Result { try worker.commitStaged() } }
         var outcomes: [PartitionWorker.Outcome] = []
         var firstError: Error?
         for (i, result) in results.enumerated() {
             switch result {
-            case .success(let o)?:
+            case .success(let o):
                 outcomes.append(o)
-            case .failure(let e)?:
+            case .failure(let e):
                 firstError = firstError ?? e
                 workers[jobs[i].partition.partition] = nil
-            case nil:
-                break
             }
         }
         if let firstError {

@@ -19,6 +19,41 @@ public enum StandbyChoice: Sendable, Equatable {
         }
         return wanted.filter { !owned.contains($0) }.sorted()
     }
+
+    /// Refuses partitions a topic of `count` partitions does not have (`all` is never refused).
+    /// - Throws: `ProjectorError` `.badRequest`, with `partition` set, for the first chosen
+    ///   partition outside `0..<count` (`PartitionChoice`).
+    public func check(topic: String, count: Int) throws(ProjectorError) {
+        guard case .partitions(let chosen) = self else { return }
+        _ = try PartitionChoice.resolve(chosen, topic: topic, count: count)
+    }
+
+    /// Asks the cluster for `topic`'s partition count (until `timeout`) and checks the choice
+    /// against it, before a projector is started with it: a partition the topic does not
+    /// have is a mistake to refuse, where a running projector would only warn and follow
+    /// the others. `all` asks nothing.
+    /// - Throws: `ProjectorError`: `.badRequest` as `check(topic:count:)`; `.kafka` when the
+    ///   cluster does not answer or the topic is missing.
+    public func check(topic: String, in log: LogAccess, timeout: Duration, logger: Logger) throws {
+        guard case .partitions = self else { return }
+        let (consumer, count) = try log.consumer(counting: topic, timeout: timeout, logger: logger)
+        defer { consumer.close() }
+        try check(topic: topic, count: count)
+    }
+}
+
+/// What a projector's warm standby shards did (`Projector.standbyStatistics`): counted as
+/// they are applied, since the projector started.
+public struct StandbyStatistics: Sendable, Equatable {
+    /// Events applied to standby shards (each in one transaction with its shard's offset).
+    public var applied = 0
+    /// Dead letters recorded in standby shards (not forwarded: the owner forwards them).
+    public var deadLetters = 0
+
+    public init(applied: Int = 0, deadLetters: Int = 0) {
+        self.applied = applied
+        self.deadLetters = deadLetters
+    }
 }
 
 /// Warm standby shards: partitions this member does not own, followed read-only in its own
@@ -137,16 +172,18 @@ final class StandbyReplicas {
         restartReading()
     }
 
-    /// What one round of applying did.
-    struct Round {
-        var applied = 0
-        var deadLetters = 0
-    }
+    /// What the standby shards applied since this projector started (`Projector.standbyStatistics`).
+    private(set) var statistics = StandbyStatistics()
 
-    /// Reads what has arrived (without waiting) and applies it to the standby shards.
+    /// Reads what has arrived (without waiting) and applies it to the standby shards;
+    /// returns what this round applied (also added to `statistics`).
     @discardableResult
-    func applyArrived(maxMessages: Int) -> Round {
-        var round = Round()
+    func applyArrived(maxMessages: Int) -> StandbyStatistics {
+        var round = StandbyStatistics()
+        defer {
+            statistics.applied += round.applied
+            statistics.deadLetters += round.deadLetters
+        }
         guard !workers.isEmpty else { return round }
         var byPartition: [Int32: [ConsumedMessage]] = [:]
         for event in consumer.poll(maxMessages: maxMessages, timeoutMilliseconds: 0) {

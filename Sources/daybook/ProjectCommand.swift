@@ -17,7 +17,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--topic", value: "T", help: "Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
-        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo)."),
+        OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo). A partition the topic does not have is refused (64)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Write Prometheus metrics to PATH every 5 s, atomically (node_exporter textfile; see METRICS)."),
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
@@ -68,8 +68,8 @@ enum ProjectCommand: Subcommand {
     partition on this machine too. 'daybook status' shows each shard's role (owned,
     standby) and lag; 'daybook totals' says when it read a standby shard (it may lag);
     standbys need a DIR of this member's own (two members on one DIR would hold each
-    other's shards);
-    the metrics file has daybook_standby_lag_messages. Guides/Operations.md, "Running on
+    other's shards); the metrics file has daybook_standby_lag_messages, and the summary
+    line at exit what the standby shards applied. Guides/Operations.md, "Running on
     several machines", has the measured takeover times.
 
     Before reading a partition the projector checks its shard against the log: the shard's
@@ -92,8 +92,8 @@ enum ProjectCommand: Subcommand {
     under another source priority (rebuild into a new --data); 65 a file in DIR is not a
     shard (damaged or foreign: move it away, it is rebuilt); 66 the directory of
     --metrics-file is missing; 69 Kafka unreachable within --connect-timeout, or the
-    topic is missing; 64 usage (including a malformed --brokers, or a --metrics-file
-    that is a directory).
+    topic is missing; 64 usage (including a malformed --brokers, a --metrics-file
+    that is a directory, or a --standby partition the topic does not have).
 
     EXAMPLES:
       daybook project --brokers localhost:9092 --data /var/lib/daybook
@@ -139,7 +139,16 @@ enum ProjectCommand: Subcommand {
             options.standby = try standbyChoice(standby)
         }
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
-        // Checked and first written before anything else: a wrong path is told at once.
+        if let standby = options.standby {
+            // Before anything is written: a running projector would only warn and follow the others.
+            let log = LogAccess(connection: config.connection, consumer: config.consumer, producer: config.producer)
+            do {
+                try standby.check(topic: options.topic, in: log, timeout: connectTimeout, logger: logger)
+            } catch let error as ProjectorError where error.kind == .badRequest && error.partition != nil {
+                throw CLIError.usage("--standby \(error.partition ?? 0): \(error.message); give all, or partitions the topic has")
+            }
+        }
+        // Checked and first written before the projector starts: a wrong path is told at once.
         var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in
             try ProjectorMetrics(path: path, topic: options.topic, logger: logger)
         }
@@ -165,8 +174,16 @@ enum ProjectCommand: Subcommand {
         reporter.finish()
         // The same counts as the summary line below: both are the projector's own.
         metrics?.finish(projector?.statistics ?? ProjectorStatistics())
-        let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
-        printError("project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(summary.staleResends > 0 ? ", \(summary.staleResends) stale re-sends ignored" : "")\(summary.caughtUp ? "; caught up" : "")")
+        printError(summaryLine(summary, standby: projector?.standbyStatistics))
         return ExitCode.ok
+    }
+
+    /// The line `project` ends with: what the run applied, and what its warm standby shards
+    /// applied when it kept any (`standby`, nil without --standby).
+    static func summaryLine(_ summary: ProjectorSummary, standby: StandbyStatistics?) -> String {
+        let rate = summary.seconds > 0 ? Double(summary.applied + summary.deadLetters) / summary.seconds : 0
+        let stale = summary.staleResends > 0 ? ", \(summary.staleResends) stale re-sends ignored" : ""
+        let standbyText = standby.map { "; standby shards: applied \($0.applied), dead letters \($0.deadLetters) (recorded there; the owners forward them)" } ?? ""
+        return "project: applied \(summary.applied), dead letters \(summary.deadLetters), skipped \(summary.skipped) already applied, \(summary.rowsChanged) row updates, \(summary.batches) batches in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", rate)) events/s)\(stale)\(standbyText)\(summary.caughtUp ? "; caught up" : "")"
     }
 }

@@ -20,9 +20,12 @@ enum StatusCommand: Subcommand {
     ]
     static let discussion = """
     Reads the shards (read-only, safe while a projector writes): per partition the shard
-    file, its generation, next_offset (the next message it would apply), dead letters
-    and dead_letters_pending (not forwarded to the dead-letter topic from this shard), and
-    when it last committed (UTC). ROLE is what this directory's projector last recorded
+    file, its generation, next_offset (the next message it would apply), its dead letters,
+    and when it last committed (UTC). DEAD LETTERS counts those the shard holds, and says
+    how many of them are unforwarded: not yet sent to the dead-letter topic from this
+    shard (dead_letters and dead_letters_pending in JSON; not the 'pending' of 'daybook
+    dlq list', which means not replayed). A standby shard's stay unforwarded here: the
+    partition's owner forwards them. ROLE is what this directory's projector last recorded
     (roles.json): owned (the group gave it the partition), standby (a warm standby, kept
     by 'project --standby': it may lag, and its dead letters are forwarded by the owner),
     or - (nothing recorded).
@@ -107,17 +110,23 @@ enum StatusCommand: Subcommand {
             "\"partitions\":[\(partitions.joined(separator: ","))],\"group\":\(group),\"warnings\":[\(status.warnings.map(JSONWriter.quoted).joined(separator: ","))]}"
     }
 
+    /// The DEAD LETTERS cell: how many the shard holds, and how many of them it has not
+    /// forwarded to the dead-letter topic (`3`, `3, 1 unforwarded`).
+    static func deadLetters(_ total: Int, unforwarded: Int) -> String {
+        unforwarded == 0 ? "\(total)" : "\(total), \(unforwarded) unforwarded"
+    }
+
     static func table(_ status: ProjectionStatus) -> String {
         var s = "\(TerminalText.cell(status.directory, limit: 200)): topic \(TerminalText.cell(status.topic)), generation \(status.generation)"
         if let roles = status.roles {
             s += "; projector \(TerminalText.cell(roles.clientID)) on \(TerminalText.cell(roles.host)) (pid \(roles.pid)) \(roles.running ? "running" : "stopped") as of \(roles.updatedAt)"
         }
         s += "\n"
-        let header = ["PARTITION", "SHARD", "GEN", "NEXT", "LOG END", "LAG", "DLQ PENDING", "LAST COMMIT", "ROLE", "OWNER"]
+        let header = ["PARTITION", "SHARD", "GEN", "NEXT", "LOG END", "LAG", "DEAD LETTERS", "LAST COMMIT", "ROLE", "OWNER"]
         var rows = [header]
         for p in status.partitions {
             rows.append([String(p.partition), p.shard.map { ($0 as NSString).lastPathComponent } ?? "(none)", String(p.generation), String(p.nextOffset),
-                         p.logEndOffset.map(String.init) ?? "-", p.lag.map(String.init) ?? "-", "\(p.deadLettersPending)/\(p.deadLetters)",
+                         p.logEndOffset.map(String.init) ?? "-", p.lag.map(String.init) ?? "-", deadLetters(p.deadLetters, unforwarded: p.deadLettersPending),
                          p.lastCommit ?? "-", p.role ?? "-", p.owner.map { "\(TerminalText.cell($0.clientID))@\(TerminalText.cell($0.host))" } ?? "-"])
         }
         let widths = header.indices.map { i in rows.map { $0[i].count }.max() ?? 0 }

@@ -101,10 +101,26 @@ import Testing
         #expect(viaConfig.stderr.contains("cannot reach the Kafka cluster"), "\(viaConfig.stderr)")
     }
 
+    /// `--standby` naming a partition the topic does not have exits 64, naming the value
+    /// and the topic's range, before anything is written: no data directory, no metrics
+    /// file. (It used to warn and run on, following the others.)
+    @Test func aStandbyPartitionTheTopicDoesNotHaveIsRefusedBeforeAnyWork() throws {
+        let broker = try EmbeddedBroker(brokers: 1, topics: [TopicDefinition(name: "health-samples", partitions: 2, replicationFactor: 1)])
+        defer { withExtendedLifetime(broker) {} }
+        let dir = scratch.newPath("data")
+        let metrics = scratch.path + "/standby.prom"
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrapServers, "--data", dir, "--group", "g-\(UUID().uuidString)",
+                                 "--standby", "1,5", "--metrics-file", metrics, "--until-caught-up"])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--standby 5: health-samples has no partition 5: it has 2 (0…1)"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir))
+        #expect(!FileManager.default.fileExists(atPath: metrics))
+    }
+
     @Test func helpTeaches() throws {
-        for (command, words) in [("status", ["lag", "dead_letters_pending", "standby", "EXIT CODES", "EXAMPLES"]),
+        for (command, words) in [("status", ["lag", "dead_letters_pending", "standby", "EXIT CODES", "EXAMPLES", "DEAD LETTERS counts", "unforwarded"]),
                                  ("locate", ["partitioner", "owner", "read service", "EXIT CODES"]),
-                                 ("project", ["--standby", "WARM STANDBY"])] {
+                                 ("project", ["--standby", "WARM STANDBY", "A partition the topic does not have is refused (64)"])] {
             let r = try Daybook.run(["help", command])
             #expect(r.status == 0)
             for w in words { #expect(r.stdout.contains(w), "\(command) help lacks \(w)") }
@@ -181,5 +197,7 @@ import Testing
         #expect(try ProjectorTests.totals(dirA).sorted() == OperatorTests.rollup(lines))
         kill(a.process.processIdentifier, SIGTERM)
         #expect(a.wait(seconds: 30) == 0, "\(a.stderr)")
+        // Its summary says what its standby shards applied (how many depends on the group's timing).
+        #expect(a.stderr.contains("; standby shards: applied "), "\(a.stderr)")
     }
 }

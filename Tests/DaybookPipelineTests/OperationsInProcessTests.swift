@@ -117,6 +117,27 @@ import Testing
     }
 
     /// A damaged roles file costs the roles and a warning, not the shards' figures.
+    /// A standby partition the topic does not have is a bad request naming it and the
+    /// topic's range, told by asking the cluster before any projector starts; `all` and
+    /// partitions it has pass (and `all` asks nothing: an unreachable cluster is not asked).
+    @Test func aStandbyPartitionTheTopicDoesNotHaveIsABadRequest() throws {
+        try StandbyChoice.all.check(topic: "health-samples", count: 2)
+        try StandbyChoice.partitions([0, 1]).check(topic: "health-samples", count: 2)
+        let pure = #expect(throws: ProjectorError.self) { try StandbyChoice.partitions([1, 4, 7]).check(topic: "health-samples", count: 4) }
+        #expect(pure?.kind == .badRequest && pure?.partition == 4)
+        #expect(pure?.message == "health-samples has no partition 4: it has 4 (0…3)")
+
+        let rig = try PipelineRig(partitions: 2)
+        try StandbyChoice.partitions([1]).check(topic: PipelineRig.topic, in: rig.access(), timeout: .seconds(10), logger: .silent)
+        let asked = #expect(throws: ProjectorError.self) {
+            try StandbyChoice.partitions([0, 2]).check(topic: PipelineRig.topic, in: rig.access(), timeout: .seconds(10), logger: .silent)
+        }
+        #expect(asked?.kind == .badRequest && asked?.partition == 2)
+        #expect(asked?.message == "health-samples has no partition 2: it has 2 (0…1)")
+        let nowhere = LogAccess(connection: KafkaConnection(bootstrapServers: "127.0.0.1:1"), consumer: rig.consumer(), producer: ProducerConfiguration())
+        try StandbyChoice.all.check(topic: PipelineRig.topic, in: nowhere, timeout: .seconds(1), logger: .silent)
+    }
+
     @Test func aDamagedRolesFileIsAWarningNotAFailure() throws {
         let rig = try PipelineRig(partitions: 2)
         let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
@@ -148,7 +169,6 @@ import Testing
         // Five users per partition, 3 samples each: 15 events per partition.
         let names = Self.users(in: 0, count: 2, 5) + Self.users(in: 1, count: 2, 5)
         let first = try names.flatMap { u in try (0..<3).map { try Self.sample(u, $0) } }
-        try rig.publish(first)
 
         let a = Member(rig: rig, dir: dirA, group: group, clientID: "member-a", standby: .all, recordRoles: true)
         var b: Member?
@@ -156,6 +176,10 @@ import Testing
             _ = b?.finish()
             _ = a.finish()
         }
+        // Published once a owns both partitions: until the group answers, a keeps standbys of
+        // both, and what they would apply meanwhile depends on how fast the group is.
+        #expect(RebalanceInProcessTests.eventually(30) { a.partitions == [0, 1] })
+        try rig.publish(first)
         #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first) })
         b = Member(rig: rig, dir: dirB, group: group, clientID: "member-b", recordRoles: true)
         // The group splits the two partitions; a keeps a standby of the one b owns.
@@ -195,6 +219,9 @@ import Testing
         #expect(errorA == nil, "\(String(describing: errorA))")
         // 15 + 15 + 5 events per partition.
         #expect(Self.offset(dirA, 0) == 35 && Self.offset(dirA, 1) == 35)
+        // a's standby applied only the second 15 of the taken partition: the first 15 it
+        // applied as their owner before b came, the last 5 as their owner after b went.
+        #expect(a.standbyStatistics == StandbyStatistics(applied: 15, deadLetters: 0))
     }
 
     /// With a group: the members (from the owners' claims on the embedded broker), who

@@ -64,6 +64,7 @@ import Testing
         private var _standbys: [(partition: Int32, next: Int64, end: Int64?)] = []
         private var _maxPartitions = 0
         private var _error: (any Error)?
+        private var _standbyStatistics: StandbyStatistics?
         private let done = DispatchSemaphore(value: 0)
         let records = InMemoryLogHandler()
 
@@ -82,6 +83,10 @@ import Testing
                     options.recordRoles = recordRoles
                     let projector = try Projector(connection: connection, consumer: consumer, producer: ProducerConfiguration(),
                                                   priority: .builtIn, options: options, logger: logger)
+                    defer {
+                        let standbyStatistics = projector.standbyStatistics
+                        locked { _standbyStatistics = standbyStatistics }
+                    }
                     _ = try projector.run(shouldStop: { self.locked { self.stop } }) { progress in
                         self.locked {
                             self._partitions = Set(progress.partitions.map(\.partition))
@@ -105,6 +110,8 @@ import Testing
         var partitions: Set<Int32> { locked { _partitions } }
         var standbys: [(partition: Int32, next: Int64, end: Int64?)] { locked { _standbys } }
         var maxPartitions: Int { locked { _maxPartitions } }
+        /// What its standby shards applied, once it has finished (nil without a standby choice).
+        var standbyStatistics: StandbyStatistics? { locked { _standbyStatistics } }
 
         /// Stops the member and waits for it; its error, if it failed.
         func finish() -> (any Error)? {
