@@ -601,6 +601,8 @@ public final class Projector: RebalanceHandler {
             throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         partitionCount = count
+        // A standby partition the topic does not have is a bad request, not a warning.
+        try options.standby?.check(topic: options.topic, count: count)
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
             if options.solo {
