@@ -15,6 +15,11 @@ extension Shard {
     /// A pack's (metric, UTC day) as one integer of `sample_days`: small, so 3 bytes a row.
     static func place(metric: Int, day: Int64) -> Int64 { day << 3 | Int64(metric + 1) }
 
+    /// The pack of `user` at a `place(metric:day:)` other than the tombstones'.
+    static func pack(of user: String, at place: Int64) -> PackKey {
+        PackKey(user: user, metric: Int(place & 7) - 1, day: place >> 3)
+    }
+
     /// Where a cursor over the stored samples stands: after this pack.
     public struct SampleCursor: Sendable, Equatable {
         var user: String
@@ -298,7 +303,7 @@ struct PackWork {
                 maybeTombstoned = true
                 continue
             }
-            let key = PackKey(user: user, metric: Int(spot & 7) - 1, day: spot >> 3)
+            let key = Shard.pack(of: user, at: spot)
             try load(key)
             if packs[key]?.position(of: uuid) != nil {
                 place.pack = key
@@ -324,7 +329,7 @@ struct PackWork {
     mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) {
         packs[key]?.remove(uuid)
         dirty.insert(key)
-        counts[IndexKey(hash: hash, place: Shard.place(metric: key.metric, day: key.day)), default: 0] -= 1
+        count(hash, at: Shard.place(metric: key.metric, day: key.day), by: -1)
         placed[UserUUID(user: user, uuid: uuid, hash: hash), default: Place(pack: nil, tombstoned: false)].pack = nil
     }
 
@@ -333,8 +338,13 @@ struct PackWork {
         try load(key)
         packs[key]?.append(sample)
         dirty.insert(key)
-        counts[IndexKey(hash: hash, place: Shard.place(metric: key.metric, day: key.day)), default: 0] += 1
+        count(hash, at: Shard.place(metric: key.metric, day: key.day), by: 1)
         placed[UserUUID(user: user, uuid: sample.uuid, hash: hash)] = Place(pack: key, tombstoned: false)
+    }
+
+    /// Changes the number of uuids of `hash` at `place` that `write` records in `sample_days`.
+    private mutating func count(_ hash: Int64, at place: Int64, by delta: Int) {
+        counts[IndexKey(hash: hash, place: place), default: 0] += delta
     }
 
     mutating func addTombstone(user: String, uuid: String, hash: Int64) throws {
@@ -342,7 +352,7 @@ struct PackWork {
         try write.bind(1, user)
         try write.bind(2, uuid)
         try write.run()
-        if shard.database.changes > 0 { counts[IndexKey(hash: hash, place: Shard.tombstonePlace), default: 0] += 1 }
+        if shard.database.changes > 0 { count(hash, at: Shard.tombstonePlace, by: 1) }
         placed[UserUUID(user: user, uuid: uuid, hash: hash)] = Place(pack: nil, tombstoned: true)
     }
 
@@ -351,7 +361,7 @@ struct PackWork {
         try write.bind(1, user)
         try write.bind(2, uuid)
         try write.run()
-        if shard.database.changes > 0 { counts[IndexKey(hash: hash, place: Shard.tombstonePlace), default: 0] -= 1 }
+        if shard.database.changes > 0 { count(hash, at: Shard.tombstonePlace, by: -1) }
         placed[UserUUID(user: user, uuid: uuid, hash: hash), default: Place(pack: nil, tombstoned: false)].tombstoned = false
     }
 
