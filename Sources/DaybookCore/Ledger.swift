@@ -332,9 +332,7 @@ public final class Ledger {
     /// applying the uuid's event; a projector passes it on so that the store's write skips
     /// looking the uuid up (`Shard.Batch.storeLacks`). False when the cache does not know.
     public func storeLacks(user: String, uuid: String) -> Bool {
-        guard store != nil else { return false }
-        let state: UserState
-        if let last = lastUser, last.id == user { state = last.state } else if let known = users[user] { state = known } else { return false }
+        guard store != nil, let state = cachedUser(user) else { return false }
         switch state.uuids[uuid] {
         case .absent?: return true
         case nil: return state.complete
@@ -347,11 +345,16 @@ public final class Ledger {
         return false
     }
 
+    /// The cached state of user `id`, if any. A batch's events come user by user: the last
+    /// user asked for is answered without hashing the id again.
+    private func cachedUser(_ id: String) -> UserState? {
+        if let last = lastUser, last.id == id { return last.state }
+        return users[id]
+    }
+
     private func user(_ id: String) -> UserState {
         let state: UserState
-        if let last = lastUser, last.id == id {
-            state = last.state // a batch's events come user by user: skip hashing the id again
-        } else if let existing = users[id] {
+        if let existing = cachedUser(id) {
             state = existing
         } else {
             state = UserState()
