@@ -162,7 +162,7 @@ import Testing
     /// Two members; `a` keeps standbys of what it does not own. When `b` goes, `a` takes
     /// its partition and starts it at the standby's offset, not 0; `a`'s directory equals
     /// the rollup of the whole log throughout (owned plus standby shards).
-    @Test(.timeLimit(.minutes(3))) func theSurvivorTakesOverFromItsStandbyNotFromZero() throws {
+    @Test(.timeLimit(.minutes(5))) func theSurvivorTakesOverFromItsStandbyNotFromZero() throws {
         let rig = try PipelineRig(partitions: 2)
         let group = "standby-\(UUID().uuidString)"
         let (dirA, dirB) = (rig.dataDirectory(), rig.dataDirectory())
@@ -183,7 +183,8 @@ import Testing
         #expect(RebalanceInProcessTests.eventually(30) { (try? PipelineRig.rows(dirA)) == PipelineRig.rollup(first) })
         b = Member(rig: rig, dir: dirB, group: group, clientID: "member-b", recordRoles: true)
         // The group splits the two partitions; a keeps a standby of the one b owns.
-        #expect(RebalanceInProcessTests.eventually(40) { a.partitions.count == 1 && (b?.partitions.count ?? 0) == 1 && a.standbys.count == 1 })
+        // Rebalance rounds of the mock cluster can be lost (see `PipelineRig.consumer`).
+        #expect(RebalanceInProcessTests.eventually(90) { a.partitions.count == 1 && (b?.partitions.count ?? 0) == 1 && a.standbys.count == 1 })
         let taken = try #require(b?.partitions.first)
         #expect(a.standbys.map(\.partition) == [taken])
 
