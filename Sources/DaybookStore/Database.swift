@@ -176,26 +176,34 @@ public final class Database {
         }
     }
 
-    /// Applies the migrations not yet recorded in `schema_migrations`, in order, each in
-    /// its own transaction.
+    /// Applies the migrations not yet recorded in `schema_migrations`, in order, all in one
+    /// transaction: another connection sees the schema before or after, never between two
+    /// migrations (a shard half-created by a process killed at that moment, or read while it
+    /// is created, would look like someone else's database).
     public func migrate(_ migrations: [(name: String, sql: String)]) throws {
-        try execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-        var applied = Set<String>()
-        let read = try statement("SELECT name FROM schema_migrations")
-        while try read.step() { applied.insert(read.text(0)) }
-        for migration in migrations where !applied.contains(migration.name) {
-            try inTransaction {
-                // Another connection may have applied it since the read above (`dlq replay`
-                // applies the dead-letter migration to a shard a projector is opening).
-                let done = try statement("SELECT 1 FROM schema_migrations WHERE name = ?")
-                try done.bind(1, migration.name)
-                if try done.firstRow({ _ in true }) ?? false { return .rollback }
+        func applied() throws -> Set<String> {
+            let exists = try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+            guard try exists.firstRow({ _ in true }) ?? false else { return [] }
+            var names = Set<String>()
+            let read = try statement("SELECT name FROM schema_migrations")
+            while try read.step() { names.insert(read.text(0)) }
+            return names
+        }
+        // Nothing to do is found without the write lock (every open of a current shard).
+        let known = try applied()
+        guard migrations.contains(where: { !known.contains($0.name) }) else { return }
+        try inTransaction {
+            try execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            // Read again under the write lock: another connection may have applied some since
+            // (`dlq replay` applies the dead-letter migration to a shard a projector is opening).
+            let done = try applied()
+            let record = try statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
+            for migration in migrations where !done.contains(migration.name) {
                 try execute(migration.sql)
-                let record = try statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
                 try record.bind(1, migration.name)
                 try record.run()
-                return .commit
             }
+            return .commit
         }
     }
 }

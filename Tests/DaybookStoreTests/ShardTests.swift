@@ -32,6 +32,26 @@ func temporaryDirectory() throws -> String {
         #expect(try count.step() && count.int64(0) == 0)
     }
 
+    /// Migrations go in as one: a failure in the third leaves neither the first two nor
+    /// `schema_migrations` (a process killed there leaves the same: nothing committed), and
+    /// a rerun that succeeds applies all three, once.
+    @Test func migrationsAreAppliedAllOrNothing() throws {
+        let path = scratch.path + "/m.sqlite"
+        let db = try Database(path: path)
+        let broken = [(name: "1", sql: "CREATE TABLE a (x)"), (name: "2", sql: "CREATE TABLE b (x)"), (name: "3", sql: "CREATE TABLE c (x")]
+        #expect(throws: DatabaseError.self) { try db.migrate(broken) }
+        let tables = try db.statement("SELECT count(*) FROM sqlite_master")
+        #expect(try tables.firstRow { $0.int64(0) } == 0)
+
+        var fixed = broken
+        fixed[2].sql = "CREATE TABLE c (x)"
+        try db.migrate(fixed)
+        try db.migrate(fixed) // nothing left to apply: no error for tables that exist
+        let names = try db.statement("SELECT group_concat(name, ',') FROM (SELECT name FROM schema_migrations ORDER BY name)")
+        #expect(try names.firstRow { $0.text(0) } == "1,2,3")
+        #expect(try tables.firstRow { $0.int64(0) } == 5) // a, b, c, schema_migrations and its key's index
+    }
+
     @Test func aReadTransactionEndsOnAThrowAndTheNextWriteStillBegins() throws {
         let db = try Database(path: scratch.path + "/r.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
