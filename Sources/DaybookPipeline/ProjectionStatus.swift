@@ -47,11 +47,22 @@ public struct ProjectionStatus: Sendable {
     public var generation: Int
     /// The directory's roles file, if a projector wrote one (`ProjectorRoles`).
     public var roles: ProjectorRoles?
+    /// True when the roles file says its projector is running, was written on this host,
+    /// and no process has its pid: a projector killed with -9 (or crashed) never records
+    /// that it stopped. False when that cannot be told (written on another host).
+    public var projectorGone = false
     /// With a group: who holds which partitions.
     public var group: GroupAssignment?
     public var partitions: [Partition]
     /// Things an operator should act on, in this library's words.
     public var warnings: [String]
+
+    /// Whether `roles` records a running projector of this host whose process is not there.
+    /// (A pid used again by another process counts as running: never a false "gone".)
+    static func isGone(_ roles: ProjectorRoles) -> Bool {
+        guard roles.running, roles.pid > 0, roles.host == Projector.hostName else { return false }
+        return kill(roles.pid, 0) != 0 && errno == ESRCH
+    }
 
     /// Reads `directory`'s shards of `topic`; with `access`, asks the cluster for each
     /// partition's log end (and lists the topic's partitions that have no shard here);
@@ -88,6 +99,10 @@ public struct ProjectionStatus: Sendable {
         }
         var status = ProjectionStatus(directory: directory, topic: topic, generation: layout.generation, roles: roles, group: nil,
                                       partitions: [], warnings: warnings)
+        if let roles, Self.isGone(roles) {
+            status.projectorGone = true
+            status.warnings.append("\(ProjectorRoles.fileName) says projector \(roles.clientID) (pid \(roles.pid)) is running, but no process on this host has that pid: it was killed or crashed at some time after \(roles.updatedAt). Its partitions move to another member once its session times out; start a projector on \(directory) to go on from its shards")
+        }
         for p in roles?.owned ?? [] { byPartition[p]?.role = "owned" }
         for p in roles?.standby ?? [] { byPartition[p]?.role = "standby" }
 

@@ -28,7 +28,9 @@ enum StatusCommand: Subcommand {
     partition's owner forwards them. ROLE is what this directory's projector last recorded
     (roles.json): owned (the group gave it the partition), standby (a warm standby, kept
     by 'project --standby': it may lag, and its dead letters are forwarded by the owner),
-    or - (nothing recorded).
+    or - (nothing recorded). The first line names that projector (client id, host, pid)
+    and its state: running or stopped as it recorded, or gone when it recorded running
+    but no process on this host has its pid (killed with -9 or crashed: with a warning).
 
     With --brokers: the end of each partition's log (log_end_offset) and lag, their
     difference: events published and not yet in this shard. Partitions without a shard
@@ -41,7 +43,8 @@ enum StatusCommand: Subcommand {
     Where the cluster does not describe groups (the embedded broker) the owners are the
     members that last started each partition, as projectors claim in their commits.
 
-    JSON: {"directory","topic","generation","partitions":[…],"group":{…}|null,"warnings":[…]},
+    JSON: {"directory","topic","generation","projector":{"client_id","host","pid","state",
+    "updated_at"}|null,"partitions":[…],"group":{…}|null,"warnings":[…]},
     each partition {"partition","shard","generation","next_offset","log_end_offset","lag",
     "dead_letters","dead_letters_pending","last_commit","cluster_matches","priority_matches",
     "role","owner"}; fields not known are null (log_end_offset and lag without --brokers;
@@ -90,6 +93,11 @@ enum StatusCommand: Subcommand {
         return "{\"member_id\":\(JSONWriter.quoted(m.memberID)),\"client_id\":\(JSONWriter.quoted(m.clientID)),\"host\":\(JSONWriter.quoted(m.host))}"
     }
 
+    /// running, stopped, or gone (recorded running, its process not on this host).
+    static func projectorState(_ status: ProjectionStatus) -> String {
+        status.projectorGone ? "gone" : status.roles?.running == true ? "running" : "stopped"
+    }
+
     static func json(_ status: ProjectionStatus) -> String {
         let text = { (s: String?) in s.map(JSONWriter.quoted) ?? "null" }
         let number = { (n: Int64?) in n.map(String.init) ?? "null" }
@@ -106,8 +114,11 @@ enum StatusCommand: Subcommand {
             }
             return "{\"group\":\(JSONWriter.quoted(g.group)),\"state\":\(text(g.state)),\"source\":\(JSONWriter.quoted(g.source.rawValue)),\"members\":[\(members.joined(separator: ","))]}"
         } ?? "null"
+        let projector = status.roles.map { r in
+            "{\"client_id\":\(JSONWriter.quoted(r.clientID)),\"host\":\(JSONWriter.quoted(r.host)),\"pid\":\(r.pid),\"state\":\(JSONWriter.quoted(projectorState(status))),\"updated_at\":\(JSONWriter.quoted(r.updatedAt))}"
+        } ?? "null"
         return "{\"directory\":\(JSONWriter.quoted(status.directory)),\"topic\":\(JSONWriter.quoted(status.topic)),\"generation\":\(status.generation)," +
-            "\"partitions\":[\(partitions.joined(separator: ","))],\"group\":\(group),\"warnings\":[\(status.warnings.map(JSONWriter.quoted).joined(separator: ","))]}"
+            "\"projector\":\(projector),\"partitions\":[\(partitions.joined(separator: ","))],\"group\":\(group),\"warnings\":[\(status.warnings.map(JSONWriter.quoted).joined(separator: ","))]}"
     }
 
     /// The DEAD LETTERS cell: how many the shard holds, and how many of them it has not
@@ -119,7 +130,7 @@ enum StatusCommand: Subcommand {
     static func table(_ status: ProjectionStatus) -> String {
         var s = "\(TerminalText.cell(status.directory, limit: 200)): topic \(TerminalText.cell(status.topic)), generation \(status.generation)"
         if let roles = status.roles {
-            s += "; projector \(TerminalText.cell(roles.clientID)) on \(TerminalText.cell(roles.host)) (pid \(roles.pid)) \(roles.running ? "running" : "stopped") as of \(roles.updatedAt)"
+            s += "; projector \(TerminalText.cell(roles.clientID)) on \(TerminalText.cell(roles.host)) (pid \(roles.pid)) \(projectorState(status)) as of \(roles.updatedAt)"
         }
         s += "\n"
         let header = ["PARTITION", "SHARD", "GEN", "NEXT", "LOG END", "LAG", "DEAD LETTERS", "LAST COMMIT", "ROLE", "OWNER"]

@@ -146,6 +146,33 @@ import Testing
         #expect(!r.stderr.contains("standby"), "\(r.stderr)")
     }
 
+    /// A projector killed with -9 leaves roles.json saying "running": `status` tells it is
+    /// gone when no process of this host has its pid, and believes it while one has.
+    @Test func statusTellsAKilledProjectorFromARunningOne() throws {
+        let dir = scratch.newPath("gone")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let finished = Process()
+        finished.executableURL = URL(fileURLWithPath: "/bin/true")
+        try finished.run()
+        finished.waitUntilExit()
+        let host = ProcessInfo.processInfo.hostName
+        for (pid, state) in [(finished.processIdentifier, "gone"), (ProcessInfo.processInfo.processIdentifier, "running")] {
+            let roles = ProjectorRoles(member: "m-1", clientID: "daybook-a", host: host, pid: pid, running: true, updatedAt: "2026-01-01T00:00:00Z",
+                                       topic: "health-samples", partitionCount: 2, partitioner: "murmur2_random", owned: [0, 1], standby: [])
+            try roles.write(in: dir)
+            let r = try Daybook.run(["status", "--data", dir, "--format", "json"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let json = try JSONParser.parse(r.stdout)
+            #expect(json["projector"]?["state"] == .string(state), "\(r.stdout)")
+            #expect(json["projector"]?["pid"] == .number(Double(pid)))
+            guard case .array(let warnings)? = json["warnings"] else { Issue.record("no warnings in \(r.stdout)"); continue }
+            let killed = warnings.contains { if case .string(let w) = $0 { w.contains("pid \(pid)) is running, but no process on this host has that pid") } else { false } }
+            #expect(killed == (state == "gone"), "\(warnings)")
+            let table = try Daybook.run(["status", "--data", dir])
+            #expect(table.stdout.contains("projector daybook-a on \(host) (pid \(pid)) \(state) as of 2026-01-01T00:00:00Z"), "\(table.stdout)")
+        }
+    }
+
     /// (partition, role, lag) of each partition `status --brokers` shows for `dir`; [] until it answers.
     static func status(_ dir: String, _ broker: BrokerProcess) -> [(partition: Int, role: String?, lag: Double?)] {
         guard let r = try? Daybook.run(["status", "--data", dir, "--brokers", broker.bootstrap, "--format", "json"]), r.status == 0,
