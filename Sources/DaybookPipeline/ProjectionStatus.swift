@@ -151,6 +151,14 @@ public struct ProjectionStatus: Sendable {
                 for p in byPartition.keys { byPartition[p]?.owner = group.owner(of: p) }
                 // This directory's member: the one its projector recorded, when the group knows it.
                 let here = roles.flatMap { r in group.members.first { $0.memberID == r.member } }
+                // A running projector's recorded ownership the group no longer agrees with: its
+                // shard here stops following the partition (a stopped or gone one's is expected).
+                if let roles, roles.running, !status.projectorGone {
+                    for p in roles.owned {
+                        guard let owner = group.owner(of: p), owner.memberID != roles.member else { continue }
+                        status.warnings.append("partition \(p) is recorded as owned here (\(ProjectorRoles.fileName), by \(roles.clientID) on \(roles.host)), but the group gives it to \(owner.clientID) on \(owner.host) (member \(owner.memberID)): this directory's shard of it may fall behind. If the projector here is still running it will be told at its next rebalance; otherwise read the partition from the owner's directory")
+                    }
+                }
                 for p in (here?.partitions ?? []) {
                     guard let entry = byPartition[p], entry.nextOffset == 0, (entry.logEndOffset ?? 0) > 0 else { continue }
                     status.warnings.append("partition \(p) is owned by this directory's member (\(here?.clientID ?? "?") on \(here?.host ?? "?")), but its shard here starts from offset 0: it is being rebuilt from the whole log (\(entry.logEndOffset ?? 0) events) and reads of its users are behind until then. Keep a warm standby of it on the members that may take it over")

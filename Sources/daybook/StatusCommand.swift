@@ -39,7 +39,9 @@ enum StatusCommand: Subcommand {
     is flagged (cluster_matches, and a warning). With --group too: the group's members
     (client id, host) and the partitions each holds, the owner of each partition, and a
     warning for a partition owned by this directory's member whose shard here starts from
-    offset 0 (it is being rebuilt from the whole log: keep standbys, 'project --standby').
+    offset 0 (it is being rebuilt from the whole log: keep standbys, 'project --standby'),
+    and for one this directory's running projector recorded as owned that the group now
+    gives to another member (its shard here may fall behind).
     Where the cluster does not describe groups (the embedded broker) the owners are the
     members that last started each partition, as projectors claim in their commits.
 

@@ -256,5 +256,17 @@ import Testing
         #expect(lost.partitions.first?.lag == 2)
         #expect(lost.warnings.count == 1)
         #expect(lost.warnings.first?.hasPrefix("partition 0 is owned by this directory's member (member-a") == true, "\(lost.warnings)")
+
+        // roles.json of a projector here that runs (this process) as another member and
+        // says it owns both partitions, which the group gives to member-a: both are named.
+        var stale = try #require(try ProjectorRoles.read(dir))
+        #expect(stale.owned == [0, 1] && !stale.running)
+        stale.member = "another-member"
+        stale.running = true
+        stale.pid = ProcessInfo.processInfo.processIdentifier
+        try stale.write(in: dir)
+        let disowned = try ProjectionStatus.read(directory: dir, access: access, withGroup: true, timeout: .seconds(10))
+        let named = disowned.warnings.filter { $0.contains("is recorded as owned here") && $0.contains("but the group gives it to member-a") }
+        #expect(named.count == 2 && named[0].hasPrefix("partition 0 ") && named[1].hasPrefix("partition 1 "), "\(disowned.warnings)")
     }
 }
