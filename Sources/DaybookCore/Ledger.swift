@@ -325,8 +325,6 @@ public final class Ledger {
         }
     }
 
-    /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
-    /// as the cache knows.
     /// Whether the store holds nothing of (`user`, `uuid`), as far as the cache knows: the
     /// uuid's state is "absent", or its user is complete and the uuid unknown. Ask before
     /// applying the uuid's event; a projector passes it on so that the store's write skips
@@ -340,8 +338,10 @@ public final class Ledger {
         }
     }
 
+    /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
+    /// as the cache knows.
     public func isTombstoned(user: String, uuid: String) -> Bool {
-        if case .tombstoned? = users[user]?.uuids[uuid] { return true }
+        if case .tombstoned? = cachedUser(user)?.uuids[uuid] { return true }
         return false
     }
 
