@@ -116,7 +116,6 @@ import Testing
         #expect(status.warnings.contains { $0.hasPrefix("partition 1:") && $0.contains("log ends at 2") })
     }
 
-    /// A damaged roles file costs the roles and a warning, not the shards' figures.
     /// A standby partition the topic does not have is a bad request naming it and the
     /// topic's range, told by asking the cluster before any projector starts; `all` and
     /// partitions it has pass (and `all` asks nothing: an unreachable cluster is not asked).
@@ -138,6 +137,7 @@ import Testing
         try StandbyChoice.all.check(topic: PipelineRig.topic, in: nowhere, timeout: .seconds(1), logger: .silent)
     }
 
+    /// A damaged roles file costs the roles and a warning, not the shards' figures.
     @Test func aDamagedRolesFileIsAWarningNotAFailure() throws {
         let rig = try PipelineRig(partitions: 2)
         let (u0, u1) = (Self.users(in: 0, count: 2, 1)[0], Self.users(in: 1, count: 2, 1)[0])
