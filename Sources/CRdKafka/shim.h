@@ -6,12 +6,14 @@
 
 /* rd_kafka_producev is variadic and its arguments are macros; Swift calls this instead.
  * The payload and key are copied (RD_KAFKA_MSG_F_COPY). On success librdkafka owns
- * `headers` (which may be NULL); on failure the caller still owns them. */
+ * `headers` (which may be NULL); on failure the caller still owns them. A `timestamp` of 0
+ * (ms since 1970) lets librdkafka stamp the message with the time it is produced. */
 static inline rd_kafka_resp_err_t daybook_produce(rd_kafka_t *rk, const char *topic,
                                                   const void *key, size_t key_len,
                                                   const void *value, size_t value_len,
-                                                  void *opaque, rd_kafka_headers_t *headers) {
-    rd_kafka_vu_t vus[6];
+                                                  void *opaque, rd_kafka_headers_t *headers,
+                                                  int64_t timestamp) {
+    rd_kafka_vu_t vus[7];
     size_t n = 0;
     vus[n].vtype = RD_KAFKA_VTYPE_TOPIC;
     vus[n++].u.cstr = topic;
@@ -25,6 +27,10 @@ static inline rd_kafka_resp_err_t daybook_produce(rd_kafka_t *rk, const char *to
     vus[n++].u.ptr = opaque;
     vus[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
     vus[n++].u.i = RD_KAFKA_MSG_F_COPY;
+    if (timestamp > 0) {
+        vus[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+        vus[n++].u.i64 = timestamp;
+    }
     if (headers) {
         vus[n].vtype = RD_KAFKA_VTYPE_HEADERS;
         vus[n++].u.headers = headers;

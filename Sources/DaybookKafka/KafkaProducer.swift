@@ -37,13 +37,15 @@ public final class KafkaProducer {
     }
 
     /// Queues one message. Blocks while the local queue is full.
+    /// - Parameter timestamp: the message's CreateTime (ms since 1970); nil (default) for
+    ///   now. A republished message keeps the time it was first produced this way.
     /// - Parameter id: any non-negative number; it comes back in the delivery report.
     public func send(topic: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
-                     headers: [(String, [UInt8])] = [], id: Int) throws(KafkaError) {
+                     headers: [(String, [UInt8])] = [], timestamp: Int64? = nil, id: Int) throws(KafkaError) {
         precondition(id >= 0, "delivery ids are non-negative")
         var waited = false
         while true {
-            switch try core.produce(topic: topic, key: key, value: value, headers: headers, id: id) {
+            switch try core.produce(topic: topic, key: key, value: value, headers: headers, timestamp: timestamp, id: id) {
             case .ok:
                 inFlight += 1
                 return

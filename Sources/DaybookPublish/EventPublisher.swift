@@ -149,10 +149,10 @@ public final class EventPublisher {
         try send(validatedJSON: bytes, user: event.user, id: id)
     }
 
-    /// Convenience for byte arrays: as `send(validatedJSON:user:id:)`.
-    public func send(validatedJSON bytes: [UInt8], user: String, id: Int) throws(PublishError) {
+    /// Convenience for byte arrays: as `send(validatedJSON:user:producedAt:id:)`.
+    public func send(validatedJSON bytes: [UInt8], user: String, producedAt: Int64? = nil, id: Int) throws(PublishError) {
         let sent: Result<Void, PublishError> = bytes.withUnsafeBytes { b in
-            Result { () throws(PublishError) in try send(validatedJSON: b, user: user, id: id) }
+            Result { () throws(PublishError) in try send(validatedJSON: b, user: user, producedAt: producedAt, id: id) }
         }
         try sent.get()
     }
@@ -169,13 +169,15 @@ public final class EventPublisher {
     /// Queues one event already encoded as JSON and accepted by `EventDecoder` as an event of
     /// `user` (the command line decodes its input on every core before publishing it
     /// unchanged). The bytes are published as they are.
+    /// - Parameter producedAt: the message's Kafka timestamp (ms since 1970); nil (default)
+    ///   for now. `dlq replay` republishes a dead letter with the time it was first produced.
     /// - Throws: as `send(_:id:)`, except `.invalidEvent`.
-    public func send(validatedJSON bytes: UnsafeRawBufferPointer, user: String, id: Int) throws(PublishError) {
+    public func send(validatedJSON bytes: UnsafeRawBufferPointer, user: String, producedAt: Int64? = nil, id: Int) throws(PublishError) {
         try connect()
         let producer = try open()
         var key = user
         let sent: Result<Void, KafkaError> = key.withUTF8 { k in
-            Result { () throws(KafkaError) in try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: bytes, id: id) }
+            Result { () throws(KafkaError) in try producer.send(topic: topic, key: UnsafeRawBufferPointer(k), value: bytes, timestamp: producedAt, id: id) }
         }
         switch sent {
         case .success:

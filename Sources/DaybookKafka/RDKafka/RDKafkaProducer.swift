@@ -23,9 +23,10 @@ final class RDKafkaProducer {
 
     enum Enqueued { case ok, queueFull }
 
-    /// Hands one message to librdkafka (copied). Headers are (name, value) pairs.
+    /// Hands one message to librdkafka (copied). Headers are (name, value) pairs; a
+    /// `timestamp` (ms since 1970) of nil is the time it is produced.
     func produce(topic: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
-                 headers: [(String, [UInt8])], id: Int) throws(KafkaError) -> Enqueued {
+                 headers: [(String, [UInt8])], timestamp: Int64? = nil, id: Int) throws(KafkaError) -> Enqueued {
         var headerList: OpaquePointer? = nil
         if !headers.isEmpty {
             headerList = rd_kafka_headers_new(headers.count)
@@ -34,7 +35,7 @@ final class RDKafkaProducer {
             }
         }
         let code = daybook_produce(client.handle, topic, key.baseAddress, key.count, value.baseAddress, value.count,
-                                   UnsafeMutableRawPointer(bitPattern: id + 1), headerList)
+                                   UnsafeMutableRawPointer(bitPattern: id + 1), headerList, max(0, timestamp ?? 0))
         if code == RD_KAFKA_RESP_ERR_NO_ERROR { return .ok }
         if let headerList { rd_kafka_headers_destroy(headerList) }
         if code == RD_KAFKA_RESP_ERR__QUEUE_FULL { return .queueFull }
