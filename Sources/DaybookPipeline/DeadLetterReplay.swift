@@ -37,6 +37,9 @@ public enum DeadLetterReplay {
         public var user: String
         public var bytes: [UInt8]
         public var event: Event
+        /// When the dead letter's message was first produced (its Kafka timestamp, ms since
+        /// 1970), once `order` has read it: the republished event keeps it.
+        public var producedAt: Int64?
     }
 
     /// Why the replay will not publish anything.
@@ -62,6 +65,12 @@ public enum DeadLetterReplay {
         public var invalid: [(id: DeadLetterID, error: EventError)] = []
         /// Any of them stops the replay before publishing, in the order to report them.
         public var refusals: [Refusal] = []
+        /// Adds a newer write of their uuid supersedes (`order`): not published, since that
+        /// would rewind an edit, and marked superseded.
+        public var superseded: [(candidate: Candidate, by: ReplayOrder.Superseded)] = []
+        /// Whether `order` compared the candidates with their homes; `run` publishes only
+        /// an ordered plan.
+        public internal(set) var ordered = false
     }
 
     /// Why a replay could not start.
@@ -145,6 +154,110 @@ public enum DeadLetterReplay {
         }
     }
 
+    /// Compares every candidate with the writes of its uuid in its user's home partition, as
+    /// `ReplayOrder` rules, and moves the superseded ones out of `plan.candidates`; the
+    /// others get their produce time, which the republished event keeps.
+    ///
+    /// Reads from the cluster `access` reaches: the topic's partition count, the checks
+    /// `LiveLogCheck` makes (this must be the log the shards came from), each candidate's
+    /// own message (for its timestamp) and the home partitions of the candidates' users
+    /// from their first offset to their end, decoding only the messages keyed by those
+    /// users. Nothing is written.
+    /// - Throws: `ProjectorError` `.kafka` (the cluster did not answer, the topic is
+    ///   missing, a read stalled for `timeout`) or `.logMismatch`.
+    public static func order(_ plan: inout Plan, _ request: Request, access: LogAccess, timeout: Duration = .seconds(30),
+                             logger: Logger = .silent, progress: (String) -> Void = { _ in }) throws {
+        guard plan.refusals.isEmpty, !plan.candidates.isEmpty else { return }
+        let (consumer, count) = try access.consumer(counting: request.topic, timeout: timeout, logger: logger)
+        defer { consumer.close() }
+        try LiveLogCheck.check(directory: request.dataDirectory, topic: request.topic, count: count, consumer: consumer, timeout: timeout)
+        let ms = timeout.wholeMilliseconds
+        for n in plan.candidates.indices {
+            let id = plan.candidates[n].id
+            do {
+                if let first = try consumer.firstMessage(TopicPartition(request.topic, id.partition), from: id.offset, timeoutMilliseconds: ms),
+                   first.offset == id.offset, first.timestamp >= 0 {
+                    plan.candidates[n].producedAt = first.timestamp
+                }
+            } catch where error.kind == .broker {
+                // Outside the log (retention): its produce time is unknown, and it never wins a tie.
+            } catch {
+                throw ProjectorError(kind: .kafka, message: "reading dead letter \(id)'s message in \(request.topic): \(error)", kafkaError: error)
+            }
+        }
+        let partitioner = access.producer.partitioner
+        var wanted: [Int32: Set<ReplayOrder.Key>] = [:]
+        for c in plan.candidates {
+            guard let uuid = c.event.uuid else { continue }
+            wanted[partitioner.partition(ofKey: c.user.utf8, count: count), default: []].insert(.init(user: c.user, uuid: uuid))
+        }
+        var homes: [ReplayOrder.Key: ReplayOrder.Home] = [:]
+        for (partition, keys) in wanted.sorted(by: { $0.key < $1.key }) {
+            try readHome(TopicPartition(request.topic, partition), keys: keys, consumer: consumer, timeout: timeout,
+                         progress: progress, into: &homes)
+        }
+        let superseded = ReplayOrder.superseded(plan.candidates.map { .init(id: $0.id, event: $0.event, producedAt: $0.producedAt) }, homes: homes)
+        plan.superseded += plan.candidates.compactMap { c in superseded[c.id].map { (c, $0) } }
+        plan.candidates.removeAll { superseded[$0.id] != nil }
+        plan.ordered = true
+    }
+
+    /// Reads `tp` from its first offset to its end and records, for each of `keys`, what
+    /// the projector holds of it there: the messages it applies (valid, keyed by their
+    /// user or not keyed), in log order.
+    static func readHome(_ tp: TopicPartition, keys: Set<ReplayOrder.Key>, consumer: KafkaConsumer, timeout: Duration,
+                         progress: (String) -> Void, into homes: inout [ReplayOrder.Key: ReplayOrder.Home]) throws {
+        let marks: (low: Int64, high: Int64)
+        do {
+            marks = try consumer.watermarks(tp, timeoutMilliseconds: timeout.wholeMilliseconds)
+            guard marks.high > marks.low else { return }
+            try consumer.readDirectly([tp], startingAt: [tp: marks.low])
+        } catch {
+            throw ProjectorError(kind: .kafka, message: "reading \(tp): \(error)", kafkaError: error)
+        }
+        progress("reading \(tp) offsets \(marks.low)..<\(marks.high) for the writes at home of \(keys.count) uuid\(keys.count == 1 ? "" : "s")")
+        let users = Set(keys.map(\.user))
+        let keyBytes = Set(users.map { Array($0.utf8) })
+        let decoder = EventDecoder()
+        var next = marks.low
+        var lastProgress = ContinuousClock.now
+        while next < marks.high {
+            let events = consumer.poll(maxMessages: 10_000, timeoutMilliseconds: 100)
+            if events.isEmpty, ContinuousClock.now - lastProgress > timeout {
+                throw ProjectorError(kind: .kafka, message: "reading \(tp): no message for \(timeout) at offset \(next) of \(marks.high)")
+            }
+            for event in events {
+                switch event {
+                case .message(let m):
+                    guard m.offset >= next else { continue }
+                    next = m.offset + 1
+                    lastProgress = .now
+                    guard m.offset < marks.high, m.valueCount <= EventDecoder.maximumEventBytes,
+                          m.withKey({ $0.isEmpty || keyBytes.contains(Array($0)) }) else { continue }
+                    guard let decoded = m.withValue({ bytes in try? decoder.decode(bytes) }),
+                          users.contains(decoded.user), let uuid = decoded.uuid else { continue }
+                    // A keyed message must be keyed by its user, byte for byte, as the projector checks.
+                    guard m.withKey({ $0.isEmpty || $0.elementsEqual(decoded.user.utf8) }) else { continue }
+                    let key = ReplayOrder.Key(user: decoded.user, uuid: uuid)
+                    guard keys.contains(key) else { continue }
+                    let position = DeadLetterID(partition: tp.partition, offset: m.offset)
+                    homes[key] = homes[key].map { $0.applying(decoded, producedAt: m.timestamp, at: position) }
+                        ?? ReplayOrder.Home.first(decoded, producedAt: m.timestamp, at: position)
+                case .endOfPartition(let at, let offset) where at == tp:
+                    next = max(next, offset)
+                case .offsetOutOfRange(let at, let offset) where at == tp:
+                    throw ProjectorError(kind: .kafka, message: "reading \(tp): offset \(offset) is outside the log (retention removed it while it was read)")
+                case .error(let e):
+                    if ContinuousClock.now - lastProgress > timeout {
+                        throw ProjectorError(kind: .kafka, message: "reading \(tp): \(e)", kafkaError: e)
+                    }
+                default:
+                    break
+                }
+            }
+        }
+    }
+
     /// Why one candidate was not delivered (it stays pending).
     public enum Failure: Sendable {
         /// Larger than the producer accepts (`message.max.bytes`): refused before sending.
@@ -164,15 +277,24 @@ public enum DeadLetterReplay {
         public var markFailures: [any Error] = []
     }
 
-    /// Publishes every candidate of `plan`, waits for every outcome and marks the delivered
-    /// ones replayed. Does nothing with a plan that has refusals.
-    /// - Throws: `PublishError`: `.configuration`; `.unreachable` (nothing was published);
+    /// Publishes every candidate of `plan` (each with the time its dead letter was first
+    /// produced), waits for every outcome and marks the delivered ones replayed and the
+    /// superseded ones superseded. Does nothing with a plan that has refusals.
+    /// - Throws: `PublishError`: `.configuration`, also for a plan `order` has not ordered
+    ///   (publishing it could rewind an edit); `.unreachable` (nothing was published);
     ///   `.notDelivered` when the producer failed (the dead letters whose events were
     ///   delivered are not marked: replay again).
     public static func run(_ plan: Plan, _ request: Request, connection: KafkaConnection, producer configuration: ProducerConfiguration,
                            connectTimeout: Duration = .seconds(30), logger: Logger = .silent) throws(PublishError) -> Outcome {
         var outcome = Outcome()
-        guard plan.refusals.isEmpty, !plan.candidates.isEmpty else { return outcome }
+        guard plan.refusals.isEmpty, !plan.candidates.isEmpty || !plan.superseded.isEmpty else { return outcome }
+        guard plan.ordered else {
+            throw PublishError(.configuration, "this replay plan was not compared with the writes at home: call DeadLetterReplay.order first (a dead letter published unordered could replace a newer write of its uuid)")
+        }
+        guard !plan.candidates.isEmpty else {
+            mark(plan.candidates, superseded: plan.superseded, request, into: &outcome)
+            return outcome
+        }
         let publisher = try EventPublisher(connection: connection, configuration: configuration, topic: request.topic,
                                            connectTimeout: connectTimeout, logger: logger) { n, result in
             switch result {
@@ -186,14 +308,14 @@ public enum DeadLetterReplay {
         try publisher.connect()
         for (n, c) in plan.candidates.enumerated() {
             do {
-                try publisher.send(validatedJSON: c.bytes, user: c.user, id: n)
+                try publisher.send(validatedJSON: c.bytes, user: c.user, producedAt: c.producedAt, id: n)
             } catch {
                 guard error.kind == .oversized else { throw error }
                 outcome.failed[n] = .tooLarge
             }
         }
         try publisher.close()
-        mark(plan.candidates, request, into: &outcome)
+        mark(plan.candidates, superseded: plan.superseded, request, into: &outcome)
         return outcome
     }
 
@@ -202,7 +324,8 @@ public enum DeadLetterReplay {
     /// Under the data directory's swap lock, in the shards the manifest names now: a rebuild
     /// copies the marks into its new shards under the same lock just before it swaps, so a
     /// mark lands either before that copy or in the new shards — never only in the old ones.
-    static func mark(_ candidates: [Candidate], _ request: Request, into outcome: inout Outcome) {
+    static func mark(_ candidates: [Candidate], superseded: [(candidate: Candidate, by: ReplayOrder.Superseded)],
+                     _ request: Request, into outcome: inout Outcome) {
         let swapLock: Int32
         let layout: DataLayout
         do {
@@ -210,7 +333,7 @@ public enum DeadLetterReplay {
             layout = try DataLayout.read(request.dataDirectory)
         } catch {
             outcome.markFailures.append(error)
-            outcome.unmarked = Set(candidates.map(\.id))
+            outcome.unmarked = Set(candidates.map(\.id) + superseded.map(\.candidate.id))
             return
         }
         defer { close(swapLock) }
@@ -218,6 +341,10 @@ public enum DeadLetterReplay {
         for (n, c) in candidates.enumerated() {
             guard let position = outcome.landed[n] else { continue }
             byPath[layout.path(topic: request.topic, partition: c.id.partition), default: []].append(.init(id: c.id, landedAt: position))
+        }
+        for (c, by) in superseded {
+            byPath[layout.path(topic: request.topic, partition: c.id.partition), default: []]
+                .append(.init(id: c.id, landedAt: by.by, superseded: by.byDeadLetter ? .byDeadLetter : .byHome))
         }
         for (path, marks) in byPath.sorted(by: { $0.key < $1.key }) {
             do {

@@ -52,13 +52,26 @@ public struct StoredDeadLetter: Sendable {
     public struct Replay: Sendable, Equatable {
         /// UTC, as SQLite's `datetime('now')` writes it.
         public var at: String
-        /// Where the republished event landed, when the delivery report said so.
+        /// Where the republished event landed, when the delivery report said so; for a
+        /// superseded dead letter, the write that wins over it.
         public var landedAt: DeadLetterID?
+        /// Set when the dead letter was not republished because a newer write of its uuid
+        /// wins (republishing it would have rewound an edit); nil for one republished.
+        public var superseded: Supersession?
 
-        public init(at: String, landedAt: DeadLetterID?) {
+        public init(at: String, landedAt: DeadLetterID?, superseded: Supersession? = nil) {
             self.at = at
             self.landedAt = landedAt
+            self.superseded = superseded
         }
+    }
+
+    /// Where the write that supersedes a dead letter is (its code in the shard).
+    public enum Supersession: Int64, Sendable, Equatable {
+        /// A message in the user's own partition.
+        case byHome = 1
+        /// Another dead letter of the same replay (the newest of its uuid's).
+        case byDeadLetter = 2
     }
 }
 
@@ -99,10 +112,13 @@ extension ShardReader {
     }
 
     private func readDeadLetters(of db: Database, at path: String, _ query: DeadLetterQuery, _ body: (StoredDeadLetter) -> Void) throws {
-        let replayColumns = try db.statement("SELECT count(*) FROM pragma_table_info('dead_letters') WHERE name IN ('replayed_at', 'replayed_partition', 'replayed_offset')")
-            .firstRow { $0.int64(0) == 3 } ?? false
+        let (replayColumns, supersededColumn) = try db.statement("""
+            SELECT count(CASE WHEN name IN ('replayed_at', 'replayed_partition', 'replayed_offset') THEN 1 END),
+                   count(CASE WHEN name = 'superseded' THEN 1 END) FROM pragma_table_info('dead_letters')
+            """).firstRow { ($0.int64(0) == 3, $0.int64(1) == 1) } ?? (false, false)
         var sql = "SELECT topic, partition, offset, key, \(query.withPayloads ? "payload" : "NULL"), reason, code, recorded_at, "
         sql += replayColumns ? "replayed_at, replayed_partition, replayed_offset" : "NULL, NULL, NULL"
+        sql += supersededColumn ? ", superseded" : ", 0"
         sql += " FROM dead_letters WHERE 1 = 1"
         var texts: [String] = []
         if let topic = query.topic { sql += " AND topic = ?"; texts.append(topic) }
@@ -122,7 +138,7 @@ extension ShardReader {
             if !rows.isNull(8) {
                 let landed = rows.isNull(9) || rows.isNull(10) ? nil
                     : DeadLetterID(partition: Int32(truncatingIfNeeded: rows.int64(9)), offset: rows.int64(10))
-                replay = .init(at: rows.text(8), landedAt: landed)
+                replay = .init(at: rows.text(8), landedAt: landed, superseded: StoredDeadLetter.Supersession(rawValue: rows.int64(11)))
             }
             body(StoredDeadLetter(id: DeadLetterID(partition: Int32(truncatingIfNeeded: rows.int64(1)), offset: rows.int64(2)),
                                   topic: rows.text(0), key: rows.blob(3), payload: query.withPayloads ? rows.blob(4) : [],
@@ -139,16 +155,20 @@ extension ShardReader {
 public enum DeadLetterMarks {
     /// The migration that adds the replay columns (`Shard.migrations`).
     static let migrationName = "003-dead-letter-replays"
+    /// The migration that adds the `superseded` column.
+    static let supersededMigrationName = "007-dead-letter-superseded"
 
     /// One replayed dead letter and where its event landed (nil when the delivery report
-    /// did not say).
+    /// did not say); or, with `superseded`, one not republished and the write that wins.
     public struct Mark: Sendable {
         public var id: DeadLetterID
         public var landedAt: DeadLetterID?
+        public var superseded: StoredDeadLetter.Supersession?
 
-        public init(id: DeadLetterID, landedAt: DeadLetterID?) {
+        public init(id: DeadLetterID, landedAt: DeadLetterID?, superseded: StoredDeadLetter.Supersession? = nil) {
             self.id = id
             self.landedAt = landedAt
+            self.superseded = superseded
         }
     }
 
@@ -173,7 +193,7 @@ public enum DeadLetterMarks {
                 }
                 try addReplayColumnsIfMissing(db)
                 let mark = try db.statement("""
-                    UPDATE dead_letters SET replayed_at = datetime('now'), replayed_partition = ?, replayed_offset = ?
+                    UPDATE dead_letters SET replayed_at = datetime('now'), replayed_partition = ?, replayed_offset = ?, superseded = ?
                     WHERE topic = ? AND partition = ? AND offset = ? AND replayed_at IS NULL RETURNING 1
                     """)
                 for m in marks {
@@ -184,9 +204,10 @@ public enum DeadLetterMarks {
                         try mark.bindNull(1)
                         try mark.bindNull(2)
                     }
-                    try mark.bind(3, topic)
-                    try mark.bind(4, Int(m.id.partition))
-                    try mark.bind(5, m.id.offset)
+                    try mark.bind(3, m.superseded?.rawValue ?? 0)
+                    try mark.bind(4, topic)
+                    try mark.bind(5, Int(m.id.partition))
+                    try mark.bind(6, m.id.offset)
                     if try mark.firstRow({ _ in true }) ?? false { marked.append(m.id) }
                 }
                 return .commit
@@ -201,18 +222,20 @@ public enum DeadLetterMarks {
         return marked
     }
 
-    /// Applies the replay-columns migration inside the caller's transaction unless it was
-    /// applied (by a projector, or by an earlier replay).
+    /// Applies the migrations of the replay columns inside the caller's transaction, each
+    /// unless it was applied (by a projector, or by an earlier replay).
     private static func addReplayColumnsIfMissing(_ db: Database) throws {
-        let applied = try db.statement("SELECT 1 FROM schema_migrations WHERE name = ?")
-        try applied.bind(1, migrationName)
-        guard try applied.firstRow({ _ in true }) == nil else { return }
-        guard let migration = Shard.migrations.first(where: { $0.name == migrationName }) else {
-            preconditionFailure("Shard.migrations has no \(migrationName)")
+        for name in [migrationName, supersededMigrationName] {
+            let applied = try db.statement("SELECT 1 FROM schema_migrations WHERE name = ?")
+            try applied.bind(1, name)
+            guard try applied.firstRow({ _ in true }) == nil else { continue }
+            guard let migration = Shard.migrations.first(where: { $0.name == name }) else {
+                preconditionFailure("Shard.migrations has no \(name)")
+            }
+            try db.execute(migration.sql)
+            let record = try db.statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
+            try record.bind(1, name)
+            try record.run()
         }
-        try db.execute(migration.sql)
-        let record = try db.statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
-        try record.bind(1, migrationName)
-        try record.run()
     }
 }

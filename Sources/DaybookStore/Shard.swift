@@ -128,6 +128,14 @@ public final class Shard {
                                   PRIMARY KEY (hash, place)) WITHOUT ROWID;
         CREATE TABLE tombstones (user TEXT NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
         """),
+        // A dead letter `dlq replay` did not republish because a newer write of its uuid wins
+        // (`ReplayOrder`): replayed_at says when that was decided, replayed_partition and
+        // replayed_offset name the winning write, and `superseded` says where that is (1 a
+        // message at home, 2 another dead letter); 0 for one that was republished. Written
+        // like the replay columns, by `DeadLetterMarks` (which applies this itself if needed).
+        (DeadLetterMarks.supersededMigrationName, """
+        ALTER TABLE dead_letters ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
+        """),
     ]
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
@@ -519,7 +527,8 @@ public final class Shard {
     /// Takes over what happened to the dead letters of the live shard at `livePath` (a
     /// rebuild meets the same poison messages again): those below `offset` were forwarded to
     /// the DLQ topic by the live projector, the ones `dlq replay` republished stay marked
-    /// replayed (with where they went), and each keeps the time it was first recorded.
+    /// replayed (with where they went) and the ones it found superseded stay so, and each
+    /// keeps the time it was first recorded.
     /// The live shard is only read, by a connection of its own (a projector may be writing
     /// it; a write transaction spanning both files would wait for it).
     public func adoptDeadLetterStatus(fromShardAt livePath: String, below offset: Int64) throws {
@@ -531,14 +540,14 @@ public final class Shard {
         }
         guard FileManager.default.fileExists(atPath: livePath) else { return }
         let live = try Database(path: livePath, readOnly: true)
-        let columns = try live.statement("SELECT count(*) FROM pragma_table_info('dead_letters') WHERE name = 'replayed_at'")
-        let replays = try columns.firstRow { $0.int64(0) } == 1
+        let columns = try live.statement("SELECT count(CASE WHEN name = 'replayed_at' THEN 1 END), count(CASE WHEN name = 'superseded' THEN 1 END) FROM pragma_table_info('dead_letters')")
+        let (replays, supersessions) = try columns.firstRow { ($0.int64(0) == 1, $0.int64(1) == 1) } ?? (false, false)
         let read = try live.statement("""
-            SELECT offset, recorded_at, \(replays ? "replayed_at, replayed_partition, replayed_offset" : "NULL, NULL, NULL")
+            SELECT offset, recorded_at, \(replays ? "replayed_at, replayed_partition, replayed_offset" : "NULL, NULL, NULL"), \(supersessions ? "superseded" : "0")
             FROM dead_letters WHERE topic = ? AND partition = ? AND offset > ? ORDER BY offset LIMIT 10000
             """)
         let adopt = try database.statement("""
-            UPDATE dead_letters SET recorded_at = ?, replayed_at = ?, replayed_partition = ?, replayed_offset = ?
+            UPDATE dead_letters SET recorded_at = ?, replayed_at = ?, replayed_partition = ?, replayed_offset = ?, superseded = ?
             WHERE topic = ? AND partition = ? AND offset = ?
             """)
         // A page at a time: a log of poison must not make this hold them all.
@@ -557,9 +566,10 @@ public final class Shard {
                     for (column, index) in [(Int32(2), Int32(2)), (3, 3), (4, 4)] {
                         if read.isNull(column) { try adopt.bindNull(index) } else if column == 2 { try adopt.bind(index, read.text(column)) } else { try adopt.bind(index, read.int64(column)) }
                     }
-                    try adopt.bind(5, topic)
-                    try adopt.bind(6, Int(partition))
-                    try adopt.bind(7, after)
+                    try adopt.bind(5, read.int64(5))
+                    try adopt.bind(6, topic)
+                    try adopt.bind(7, Int(partition))
+                    try adopt.bind(8, after)
                     try adopt.run()
                 }
                 return .commit

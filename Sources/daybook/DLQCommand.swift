@@ -43,7 +43,8 @@ enum DLQCommand: Subcommand {
     is health data: shown only with --show-payload, as the last column. Keys, reasons and
     payloads are escaped for the terminal (\\u{1B}; bytes that are not UTF-8 as \\x{FF}).
     json prints one object per line: id, topic, partition, offset, code, reason, key,
-    recorded_at, status ("pending" or "replayed"), replayed_at, replayed_as, and payload
+    recorded_at, status ("pending", "replayed" or "superseded"), replayed_at (also when
+    it was found superseded), replayed_as, superseded_by, and payload
     with --show-payload (key_base64 / payload_base64 instead for bytes that are not
     UTF-8). Read-only: safe while a projector runs.
 
@@ -69,25 +70,40 @@ enum DLQCommand: Subcommand {
       anything is published: an invalid event, or an ID that is no dead letter of the
       topic, is reported as 'FILE: line N: field: reason' and nothing is published (exit 65).
       --id restricts either way: lines of FILE for other IDs are left out.
-    --dry-run checks all of it and prints what would be published, without connecting to
-    Kafka or marking anything.
+    A REPAIR NEVER REWINDS AN EDIT. A dead letter is a write from the moment its message
+    was first produced (its Kafka timestamp), not from the moment it is replayed. Before
+    publishing, replay reads the home partition of each dead letter's user (the whole
+    partition, decoding only that user's messages) and publishes an added sample only if,
+    in the order the writes were first produced, it would be the sample in force: its
+    version is higher than the one in force at home, or the same and it was produced
+    later. Otherwise it is not published, printed as 'ID superseded: P:OFFSET at home has
+    the same version and was produced later', and marked superseded (list: 'superseded
+    TIME by P:OFFSET'). Deletions always go. Of several dead letters of one uuid, only the
+    newest can go. A republished event keeps its first produce time as its timestamp.
+    So after a replay the totals equal the rollup of the events in the order they were
+    first produced, and replaying again changes nothing (Guides/Dedupe.md).
+
+    --dry-run checks all of it and prints what would be published, without publishing or
+    marking anything; without --brokers or --config it does not connect to Kafka either,
+    so it cannot say which dead letters are superseded.
 
     Replaying while a projector runs is safe: a mark is one short SQLite transaction on
     the shard file (it does not need the projector's lock), waiting up to 10 s for the
     projector's batch in progress.
 
     If replay stops between a delivery and its mark (killed, a storage failure), the dead
-    letter stays pending and the next replay publishes its event again. That is harmless:
-    the same sample-added again is a redelivery of the version in force and changes nothing,
-    and a sample-deleted again leaves the same tombstone (Guides/Dedupe.md). Only if that
-    sample was changed again in between would the repeat put the replayed version back.
+    letter stays pending and the next replay compares it again: its republished copy, of
+    the same version and produce time, is in force at home, so it is superseded and not
+    published again; a write made at home since wins too. A sample-deleted again leaves
+    the same tombstone (Guides/Dedupe.md).
 
     EXIT CODES: 0 done (also when nothing is pending); 64 usage; 65 a line of --fix or an
     --id refused (nothing was published), or payloads that still fail validation (the
     others were published), or a file in DIR is not a shard; 66 DIR or FILE missing;
     69 the cluster did not answer within --connect-timeout, or some deliveries failed (they
     stay pending: replay again); 74 storage failure, 75 a shard stayed busy (both: the
-    events named were published but not marked; replay again); 78 bad configuration.
+    events named were published but not marked; replay again); 76 the cluster's log is
+    not the one the shards came from (nothing was published); 78 bad configuration.
 
     EXAMPLES:
       daybook dlq list --data /var/lib/daybook
@@ -172,7 +188,11 @@ enum DLQCommand: Subcommand {
 
     static func status(_ letter: StoredDeadLetter) -> String {
         guard let replay = letter.replay else { return "pending" }
-        return "replayed \(time(replay.at)) as \(replay.landedAt?.description ?? "published")"
+        switch replay.superseded {
+        case .byHome?: return "superseded \(time(replay.at)) by \(replay.landedAt?.description ?? "a newer write")"
+        case .byDeadLetter?: return "superseded \(time(replay.at)) by dead letter \(replay.landedAt?.description ?? "")"
+        case nil: return "replayed \(time(replay.at)) as \(replay.landedAt?.description ?? "published")"
+        }
     }
 
     static func jsonLine(_ l: StoredDeadLetter, payload: Bool) -> String {
@@ -184,9 +204,10 @@ enum DLQCommand: Subcommand {
             "\"id\":\(JSONWriter.quoted(l.id.description))", "\"topic\":\(JSONWriter.quoted(l.topic))",
             "\"partition\":\(l.id.partition)", "\"offset\":\(l.id.offset)", "\"code\":\(JSONWriter.quoted(l.code))",
             "\"reason\":\(JSONWriter.quoted(l.reason))", bytes("key", l.key), "\"recorded_at\":\(JSONWriter.quoted(time(l.recordedAt)))",
-            "\"status\":\(l.replay == nil ? "\"pending\"" : "\"replayed\"")",
+            "\"status\":\(l.replay == nil ? "\"pending\"" : l.replay?.superseded == nil ? "\"replayed\"" : "\"superseded\"")",
             "\"replayed_at\":\(l.replay.map { JSONWriter.quoted(time($0.at)) } ?? "null")",
-            "\"replayed_as\":\(l.replay?.landedAt.map { JSONWriter.quoted($0.description) } ?? "null")",
+            "\"replayed_as\":\(l.replay.flatMap { $0.superseded == nil ? $0.landedAt : nil }.map { JSONWriter.quoted($0.description) } ?? "null")",
+            "\"superseded_by\":\(l.replay.flatMap { $0.superseded == nil ? nil : $0.landedAt }.map { JSONWriter.quoted($0.description) } ?? "null")",
         ]
         if payload { fields.append(bytes("payload", l.payload)) }
         return "{" + fields.joined(separator: ",") + "}"
@@ -214,7 +235,7 @@ enum DLQCommand: Subcommand {
         let fixInput = try fixPath.map { try Files.input($0) }
         if let fixInput { request.fixes = try DLQFixFile.read(fixInput) }
 
-        let plan: DeadLetterReplay.Plan
+        var plan: DeadLetterReplay.Plan
         do {
             plan = try DeadLetterReplay.plan(request)
         } catch let error as DeadLetterReplay.ReplayError {
@@ -230,9 +251,23 @@ enum DLQCommand: Subcommand {
             return ExitCode.dataError
         }
         for i in plan.invalid { printError("\(i.id): \(TerminalText.escaped(i.error.description)) (not published; repair it with --fix)") }
-        guard !dryRun, !plan.candidates.isEmpty, let kafka else {
+        if let kafka, !plan.candidates.isEmpty {
+            do {
+                let access = LogAccess(connection: kafka.config.connection, consumer: kafka.config.consumer, producer: kafka.config.producer)
+                try DeadLetterReplay.order(&plan, request, access: access, timeout: kafka.connectTimeout,
+                                           logger: Logger(label: "dlq", level: .warning)) { printError("dlq replay: \($0)") }
+            } catch {
+                throw CLIError(error)
+            }
+        }
+        for (c, by) in plan.superseded {
+            print("\(c.id) superseded: \(describe(by)) (\(dryRun ? "would not be" : "not") published: it would replace a newer write of its uuid)")
+        }
+        let superseded = plan.superseded.isEmpty ? "" : ", superseded \(plan.superseded.count) (a newer write wins)"
+        guard !dryRun, !plan.candidates.isEmpty || !plan.superseded.isEmpty, let kafka else {
             for c in plan.candidates { print("\(c.id) would be published: \(describe(c.event))") }
-            printError("dlq replay: \(dryRun ? "would publish" : "published") \(plan.candidates.count), skipped \(plan.skipped.count) (already replayed), still invalid \(plan.invalid.count)\(dryRun ? " (dry run: nothing published or marked)" : "")")
+            let unordered = plan.ordered || plan.candidates.isEmpty ? "" : "; not compared with the writes at home (give --brokers to see which are superseded)"
+            printError("dlq replay: \(dryRun ? "would publish" : "published") \(plan.candidates.count), skipped \(plan.skipped.count) (already replayed)\(superseded), still invalid \(plan.invalid.count)\(dryRun ? " (dry run: nothing published or marked\(unordered))" : "")")
             return plan.invalid.isEmpty ? ExitCode.ok : ExitCode.dataError
         }
 
@@ -261,7 +296,7 @@ enum DLQCommand: Subcommand {
                 print("\(c.id) replayed as \(position?.description ?? "published")\(outcome.unmarked.contains(c.id) ? " (not marked: see above)" : "")")
             }
         }
-        printError("dlq replay: published \(outcome.landed.count), skipped \(plan.skipped.count) (already replayed), still invalid \(plan.invalid.count), failed \(outcome.failed.count) to \(topic)")
+        printError("dlq replay: published \(outcome.landed.count), skipped \(plan.skipped.count) (already replayed)\(superseded), still invalid \(plan.invalid.count), failed \(outcome.failed.count) to \(topic)")
         if !outcome.failed.isEmpty {
             printError("dlq replay: \(outcome.failed.count) events were not delivered. Is the cluster at \(kafka.config.connection.bootstrapServers) up? Their dead letters stay pending: replay again.")
             return ExitCode.unavailable
@@ -286,6 +321,18 @@ enum DLQCommand: Subcommand {
             return "\(path): line \(line): id: \(id) is repaired on line \(earlier) already; give each dead letter one line"
         case .noFixFor(let id):
             return "--id \(id): \(path) has no line that repairs it"
+        }
+    }
+
+    /// Why a dead letter is not republished, naming the write that wins.
+    static func describe(_ s: ReplayOrder.Superseded) -> String {
+        let by = s.byDeadLetter ? "dead letter \(s.by)" : "\(s.by) at home"
+        switch s.reason {
+        case .deleted: return "its uuid is deleted by \(by)"
+        case .higherVersion(let v): return "\(by) has version \(v), higher than its own"
+        case .producedLater: return "\(by) has the same version and was produced later"
+        case .unknownOrder:
+            return "\(by) has the same version, and when one of them was produced is unknown (the write in force stays; to make this one win, repair it with --fix and a higher version)"
         }
     }
 

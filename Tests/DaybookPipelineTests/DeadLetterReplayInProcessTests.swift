@@ -60,8 +60,10 @@ import Testing
         #expect(asStored.invalid.map(\.id) == [letter.id] && asStored.invalid.first?.error.field == "sample.value")
 
         request.fixes = Self.fixes([#"{"id":"\#(letter.id)","event":\#(Self.phone(250).jsonLine)}"#])
-        let plan = try DeadLetterReplay.plan(request)
+        var plan = try DeadLetterReplay.plan(request)
         #expect(plan.candidates.map(\.id) == [letter.id] && plan.refusals.isEmpty && plan.invalid.isEmpty)
+        try DeadLetterReplay.order(&plan, request, access: ReplayOrderInProcessTests.access(broker), timeout: .seconds(10))
+        #expect(plan.ordered && plan.superseded.isEmpty)
         let outcome = try DeadLetterReplay.run(plan, request, connection: P.connection(broker), producer: ProducerConfiguration(),
                                                connectTimeout: .seconds(10))
         #expect(outcome.failed.isEmpty && outcome.unmarked.isEmpty && outcome.markFailures.isEmpty)
@@ -135,15 +137,23 @@ import Testing
         let (_, letter) = try Self.poisoned(data)
         var request = DeadLetterReplay.Request(dataDirectory: data.path)
         request.fixes = Self.fixes([#"{"id":"\#(letter.id)","event":\#(Self.phone(250).jsonLine)}"#])
-        let plan = try DeadLetterReplay.plan(request)
+        var plan = try DeadLetterReplay.plan(request)
         #expect(plan.candidates.count == 1)
+        // Unordered, the plan is refused before anything is sent: it could rewind an edit.
         do {
             _ = try DeadLetterReplay.run(plan, request, connection: KafkaConnection(bootstrapServers: "127.0.0.1:9"),
                                          producer: ProducerConfiguration(), connectTimeout: .seconds(2))
-            Issue.record("replayed to nowhere")
+            Issue.record("published an unordered plan")
         } catch {
-            #expect(error.kind == .unreachable)
+            #expect(error.kind == .configuration)
         }
+        // And the cluster it would be ordered against does not answer.
+        let nowhere = LogAccess(connection: KafkaConnection(bootstrapServers: "127.0.0.1:9"), consumer: ConsumerConfiguration(),
+                                producer: ProducerConfiguration())
+        #expect {
+            try DeadLetterReplay.order(&plan, request, access: nowhere, timeout: .seconds(2))
+        } throws: { ($0 as? ProjectorError)?.kind == .kafka }
+        #expect(!plan.ordered)
         #expect(try ShardReader(directory: data.path).deadLetters(.init(topic: P.topic)).count == 1)
     }
 }
