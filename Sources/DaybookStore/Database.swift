@@ -180,6 +180,26 @@ public final class Database {
     /// transaction: another connection sees the schema before or after, never between two
     /// migrations (a shard half-created by a process killed at that moment, or read while it
     /// is created, would look like someone else's database).
+    /// Creates `schema` in a database without tables, in one transaction that also records
+    /// `migrations` as applied (the schema is where they lead); does nothing to a database
+    /// that has tables. Another connection creating it at the same time waits for the write
+    /// lock and then finds the tables.
+    public func create(_ schema: String, recording migrations: [String]) throws {
+        let tables = "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+        guard try statement(tables).firstRow({ $0.int64(0) }) == 0 else { return }
+        try inTransaction {
+            guard try statement(tables).firstRow({ $0.int64(0) }) == 0 else { return .commit }
+            try execute(schema)
+            try execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            let record = try statement("INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))")
+            for name in migrations {
+                try record.bind(1, name)
+                try record.run()
+            }
+            return .commit
+        }
+    }
+
     public func migrate(_ migrations: [(name: String, sql: String)]) throws {
         func applied() throws -> Set<String> {
             let exists = try statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")

@@ -138,6 +138,40 @@ public final class Shard {
         """),
     ]
 
+    /// The schema `migrations` lead to, for a new shard: created in one step with every
+    /// migration recorded as applied, instead of replaying them (seven transactions of DDL,
+    /// a table made and dropped, ALTERs, and a VACUUM: about 10 M instructions a shard; this
+    /// is about a tenth of that). `ShardTests.aNewShardHasTheSchemaItsMigrationsLeadTo`
+    /// holds the two equal: change both together.
+    static let currentSchema = """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE progress (topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+                               updated_at TEXT NOT NULL, PRIMARY KEY (topic, partition)) WITHOUT ROWID;
+        CREATE TABLE totals (user TEXT NOT NULL, metric TEXT NOT NULL, day TEXT NOT NULL,
+                             value REAL, min REAL, max REAL, avg REAL, count INTEGER,
+                             updated_offset INTEGER NOT NULL, PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
+        CREATE TABLE total_sources (user TEXT NOT NULL, metric TEXT NOT NULL, day TEXT NOT NULL, rank INTEGER NOT NULL,
+                                    source TEXT NOT NULL, value REAL NOT NULL,
+                                    PRIMARY KEY (user, metric, day, rank)) WITHOUT ROWID;
+        CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, topic TEXT NOT NULL, partition INTEGER NOT NULL,
+                                   offset INTEGER NOT NULL, key BLOB NOT NULL, payload BLOB NOT NULL, reason TEXT NOT NULL,
+                                   code TEXT NOT NULL, recorded_at TEXT NOT NULL, forwarded INTEGER NOT NULL DEFAULT 0,
+                                   replayed_at TEXT, replayed_partition INTEGER, replayed_offset INTEGER,
+                                   superseded INTEGER NOT NULL DEFAULT 0,
+                                   UNIQUE (topic, partition, offset));
+        CREATE INDEX dead_letters_unforwarded ON dead_letters (forwarded) WHERE forwarded = 0;
+        CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+        INSERT INTO meta (key, value) VALUES ('max_span_ns', '0');
+        CREATE TABLE sync_state (user TEXT NOT NULL, source TEXT NOT NULL, last_check_in_ns INTEGER,
+                                 last_sample_ns INTEGER, newest_end_ns INTEGER, newest_zone TEXT,
+                                 metrics INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user, source)) WITHOUT ROWID;
+        CREATE TABLE packs (user TEXT NOT NULL, metric INTEGER NOT NULL, day INTEGER NOT NULL, samples BLOB NOT NULL,
+                            PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
+        CREATE TABLE sample_days (hash INTEGER NOT NULL, place INTEGER NOT NULL, count INTEGER NOT NULL,
+                                  PRIMARY KEY (hash, place)) WITHOUT ROWID;
+        CREATE TABLE tombstones (user TEXT NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
+        """
+
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
     /// - Parameter fingerprint: a description of the source priority; a shard built with
     ///   another priority is refused (its totals would be wrong), which asks for a rebuild.
@@ -164,6 +198,7 @@ public final class Shard {
             if try tables.firstRow({ $0.int64(0) > 0 && $0.int64(1) == 0 }) ?? false {
                 throw ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite database with other tables). Move it out of \(directory) and restart: a missing shard is rebuilt from the log.")
             }
+            try database.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
             try database.migrate(Shard.migrations)
             try migrateEntriesToPacks()
             try checkFingerprint(fingerprint)

@@ -1,0 +1,58 @@
+import DaybookTestSupport
+@testable import DaybookStore
+import Foundation
+import Testing
+
+/// A new shard is created at the current schema in one step (`Shard.currentSchema`); it
+/// must be exactly the schema its migrations lead to, or shards made new and shards
+/// migrated from older builds would differ.
+@Suite struct ShardSchemaTests {
+    let scratch = TemporaryDirectory()
+
+    /// Tables and indexes (their SQL, whitespace folded), each table's columns, the meta rows
+    /// and the migrations recorded: everything a later migration or reader could tell apart.
+    static func schema(of db: Database) throws -> [String] {
+        var out: [String] = []
+        let master = try db.statement("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name")
+        var tables: [String] = []
+        while try master.step() {
+            let sql = master.text(3).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            out.append("\(master.text(0)) \(master.text(1)) on \(master.text(2)): \(sql)")
+            if master.text(0) == "table" { tables.append(master.text(1)) }
+        }
+        for table in tables {
+            let columns = try db.statement("SELECT cid, name, type, \"notnull\", coalesce(dflt_value, 'NULL'), pk FROM pragma_table_info(?)")
+            try columns.bind(1, table)
+            while try columns.step() {
+                out.append("\(table).\(columns.int64(0)) \(columns.text(1)) \(columns.text(2)) notnull=\(columns.int64(3)) default=\(columns.text(4)) pk=\(columns.int64(5))")
+            }
+        }
+        let meta = try db.statement("SELECT key, value FROM meta ORDER BY key")
+        while try meta.step() { out.append("meta \(meta.text(0)) = \(meta.text(1))") }
+        let applied = try db.statement("SELECT name FROM schema_migrations ORDER BY name")
+        while try applied.step() { out.append("migration \(applied.text(0))") }
+        return out
+    }
+
+    @Test func aNewShardHasTheSchemaItsMigrationsLeadTo() throws {
+        let fresh = try Shard(path: scratch.path + "/fresh.sqlite", topic: "t", partition: 0, fingerprint: "f")
+        // The old way: every migration in turn, then the move into packs (which drops
+        // `entries`) when the shard opens.
+        let migratedPath = scratch.path + "/migrated.sqlite"
+        try Database(path: migratedPath).migrate(Shard.migrations)
+        let migrated = try Shard(path: migratedPath, topic: "t", partition: 0, fingerprint: "f")
+        let a = try Self.schema(of: fresh.database), b = try Self.schema(of: migrated.database)
+        #expect(a == b, "only new: \(a.filter { !b.contains($0) }); only migrated: \(b.filter { !a.contains($0) })")
+        #expect(a.contains("migration \(DeadLetterMarks.supersededMigrationName)") && !a.contains { $0.hasPrefix("table entries") })
+    }
+
+    @Test func aNewShardIsCreatedOnlyOnce() throws {
+        let path = scratch.path + "/once.sqlite"
+        let db = try Database(path: path)
+        try db.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
+        try db.execute("INSERT INTO meta (key, value) VALUES ('kept', '1')")
+        // A database with tables is left as it is.
+        try db.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
+        #expect(try db.statement("SELECT value FROM meta WHERE key = 'kept'").firstRow { $0.text(0) } == "1")
+    }
+}
