@@ -22,6 +22,9 @@ public enum PipelineBench {
         public var seed = 1
         /// A configuration file passed to every `daybook project` run.
         public var config: String?
+        /// Events of the log the instruction counts are taken on (0: none); it has
+        /// `instructionPartitions` partitions, so shard creation weighs as little as it can.
+        public var callgrindEvents = 20_000
 
         public init() {}
     }
@@ -48,6 +51,17 @@ public enum PipelineBench {
         "-X", "message.timeout.ms=300000", "-X", "queue.buffering.max.messages=100000",
         "-X", "batch.size=1000000", "-X", "topic.partitioner=murmur2_random",
     ]
+
+    /// Partitions of the log the instruction counts are taken on.
+    public static let instructionPartitions = 8
+
+    /// Instructions per event under callgrind, which load cannot blur: `daybook project
+    /// --solo` and `kcat -C` reading the same small arrival-order log.
+    public struct InstructionFigures: Sendable {
+        public var events = 0
+        public var projectSolo = 0.0, kcat = 0.0
+        public var ratio: Double { projectSolo / max(kcat, 1) }
+    }
 
     /// A timed child: wall seconds and peak RSS; for a projector, its state cache's figures
     /// (from its metrics file).
@@ -81,6 +95,8 @@ public enum PipelineBench {
         public var dataBytes = 0
         /// The same events in arrival order (by sync hour, users interleaved).
         public var arrival = OrderFigures()
+        /// Nil when not asked for (`callgrindEvents` 0) or valgrind is missing.
+        public var instructions: InstructionFigures?
 
         /// Raw over projected (and kcat over publish): rates over the same event count, so
         /// a ratio of rates is the inverse ratio of times.
@@ -191,7 +207,56 @@ public enum PipelineBench {
                                          soloData: soloData, events: f.events, work: work, timeout: timeout)
         }
 
+        // 8. Instructions per event, on a small arrival-order log of its own.
+        if settings.callgrindEvents > 0 {
+            if let valgrind = findExecutable("valgrind") {
+                f.instructions = try measureInstructions(settings, valgrind: valgrind, kcat: kcat, daybook: daybook, note: note, work: work)
+            } else {
+                note("valgrind is not on PATH: no instruction counts (apt-get install valgrind)")
+            }
+        }
         return f
+    }
+
+    /// `daybook project --solo` and `kcat -C` under callgrind on `settings.callgrindEvents`
+    /// events in arrival order, in `instructionPartitions` partitions of a broker of their
+    /// own: the instructions of each process, threads included, per event.
+    static func measureInstructions(_ settings: Settings, valgrind: String, kcat: String, daybook: String,
+                                    note: (String) -> Void, work: String) throws -> InstructionFigures {
+        var figures = InstructionFigures()
+        let log = work + "/events-callgrind.jsonl"
+        let events = SyntheticLog.arrivalOrder(generate(events: settings.callgrindEvents, users: settings.users, seed: settings.seed))
+        figures.events = events.count
+        try writeLog(events, to: log)
+        note("instructions: \(NumberText.grouped(Double(events.count))) events in arrival order, \(instructionPartitions) partitions, under callgrind…")
+        let broker = try startBroker(daybook, partitions: instructionPartitions, work: work, name: "broker-callgrind")
+        defer { stopBroker(broker.process) }
+        let timeout = 600 + Double(events.count) / 20
+        _ = try runStep("daybook publish (callgrind log)", daybook, ["publish", "--brokers", broker.bootstrap, "--topic", topic, log],
+                        work: work, timeout: timeout)
+        try checkLog(broker.bootstrap, partitions: instructionPartitions, events: events.count, after: "daybook publish (callgrind log)")
+        let projectOut = work + "/callgrind-project.out", kcatOut = work + "/callgrind-kcat.out"
+        let solo = ["project", "--brokers", broker.bootstrap, "--topic", topic, "--data", work + "/data-callgrind", "--until-caught-up", "--solo"]
+            + (settings.config.map { ["--config", $0] } ?? [])
+        _ = try project("daybook project --solo under callgrind", valgrind, ["--tool=callgrind", "--callgrind-out-file=" + projectOut, daybook] + solo,
+                        expected: events.count, work: work, timeout: timeout)
+        _ = try runStep("kcat -C under callgrind", valgrind, ["--tool=callgrind", "--callgrind-out-file=" + kcatOut, kcat,
+                                                                "-C", "-b", broker.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q"] + kcatConsumer,
+                        work: work, timeout: timeout)
+        let n = Double(max(events.count, 1))
+        figures.projectSolo = Double(try callgrindTotal(projectOut)) / n
+        figures.kcat = Double(try callgrindTotal(kcatOut)) / n
+        note(String(format: "  project --solo %.0f, kcat -C %.0f instructions per event", figures.projectSolo, figures.kcat))
+        return figures
+    }
+
+    /// The instructions a callgrind output file counts (its `summary:` line).
+    static func callgrindTotal(_ path: String) throws -> UInt64 {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        for line in text.split(separator: "\n") where line.hasPrefix("summary:") {
+            if let total = UInt64(line.dropFirst("summary:".count).trimmingCharacters(in: .whitespaces)) { return total }
+        }
+        throw BenchError(.failed, "\(path): no 'summary:' line (callgrind's output file was not written)")
     }
 
     /// Raw consumption of one broker's topic (kcat -C, the fastest of `rawDirectRuns`; kcat

@@ -16,6 +16,7 @@ enum BenchCommand: Subcommand {
         OptionSpec(name: "--events", value: "N", help: "pipeline: events in the log (default 1000000)."),
         OptionSpec(name: "--partitions", value: "N", help: "pipeline: partitions of health-samples (default 64)."),
         OptionSpec(name: "--config", value: "FILE", help: "pipeline: passed to every 'daybook project' run (e.g. a small state cache)."),
+        OptionSpec(name: "--callgrind-events", value: "N", help: "pipeline: events of the log instructions are counted on under callgrind (default 20000; 0 skips it)."),
         OptionSpec(name: "--json", value: nil, help: "pipeline: print only the JSON line (no table)."),
         OptionSpec(name: "--samples", value: "N", help: "core, generate: about how many samples to generate (default 1000000)."),
         OptionSpec(name: "--users", value: "N", help: "Users to spread them over (default 200)."),
@@ -51,6 +52,11 @@ enum BenchCommand: Subcommand {
          by sync hour, users interleaved, as a live stream and every rebuild of it
          deliver them) into a third broker and times 4 and 5 again on it;
       8. measures the core in process: apply + resolve of the same events (samples/s).
+      9. counts instructions per event, which load cannot blur: 'daybook project --solo'
+         and 'kcat -C' under valgrind's callgrind (every thread), reading a log of
+         --callgrind-events events (default 20000; 0 skips it) in arrival order in 8
+         partitions of a broker of their own. Needs valgrind on PATH; it takes about a
+         minute for 20000 events.
     Progress goes to stderr. Stdout gets a table, then as its LAST line one JSON object:
       bench ("pipeline"), version, events, users, partitions, seed, cores, load_average
       (1-minute, at the start: other work skews every figure), log_bytes, config (the
@@ -75,7 +81,9 @@ enum BenchCommand: Subcommand {
       arrival_project_group_events_per_s, arrival_project_group_peak_rss_mb,
       arrival_project_group_cache_hits, arrival_project_group_cache_misses,
       arrival_project_group_cache_evictions, ratio_arrival_project_solo_to_raw_direct,
-      ratio_arrival_project_group_to_raw_group. Cache hits and misses count (user,
+      ratio_arrival_project_group_to_raw_group, then instructions_events,
+      project_solo_instructions_per_event, kcat_instructions_per_event and
+      ratio_project_solo_to_kcat_instructions (null when not measured). Cache hits and misses count (user,
       metric, UTC day) windows a batch needed, found in the state cache or read from the
       shard; evictions count the windows dropped to fit state.cache_mb.
     Seconds are wall time from spawn to exit (kcat consumers: to their last message);
@@ -111,7 +119,7 @@ enum BenchCommand: Subcommand {
       daybook bench generate --samples 1000000 --order arrival > arrival.jsonl
     """
 
-    static let pipelineOnly = ["--events", "--partitions", "--config", "--json"]
+    static let pipelineOnly = ["--events", "--partitions", "--config", "--json", "--callgrind-events"]
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         let mode = arguments.positionals.first ?? "pipeline"
@@ -134,6 +142,7 @@ enum BenchCommand: Subcommand {
             settings.users = userCount
             settings.seed = seed
             settings.config = arguments.value("--config")
+            settings.callgrindEvents = try arguments.integer("--callgrind-events", default: settings.callgrindEvents, in: 0...2_000_000)
             do {
                 let figures = try PipelineBench.run(settings, daybook: try PipelineBench.currentExecutable()) { printError("bench: " + $0) }
                 var out = OutputBuffer()

@@ -27,6 +27,7 @@ enum BenchReport {
         "arrival_project_group_seconds", "arrival_project_group_events_per_s", "arrival_project_group_peak_rss_mb",
         "arrival_project_group_cache_hits", "arrival_project_group_cache_misses", "arrival_project_group_cache_evictions",
         "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
+        "instructions_events", "project_solo_instructions_per_event", "kcat_instructions_per_event", "ratio_project_solo_to_kcat_instructions",
     ]
 
 
@@ -61,6 +62,10 @@ enum BenchReport {
             "solo data directory: \(String(format: "%.1f", Double(f.dataBytes) / 1e6)) MB on disk, \(String(format: "%.0f", Double(f.dataBytes) / max(n, 1))) bytes/event",
             "state cache, project --solo: user order \(cacheText(f.projectSolo)); arrival order \(cacheText(f.arrival.projectSolo))",
             String(format: "project --solo / kcat -C: %.2f in user order, %.2f in arrival order", ratios.solo, f.arrival.ratioSolo),
+            f.instructions.map {
+                "instructions per event (callgrind, \(NumberText.grouped(Double($0.events))) events in arrival order, \(PipelineBench.instructionPartitions) partitions): "
+                    + "project --solo \(NumberText.grouped($0.projectSolo)), kcat -C \(NumberText.grouped($0.kcat)) (\(String(format: "%.1f", $0.ratio))×)"
+            } ?? "instructions per event: not measured (--callgrind-events 0, or valgrind missing)",
         ]
     }
 
@@ -111,6 +116,10 @@ enum BenchReport {
             "arrival_project_group_cache_hits": "\(f.arrival.projectGroup.cacheHits)", "arrival_project_group_cache_misses": "\(f.arrival.projectGroup.cacheMisses)",
             "arrival_project_group_cache_evictions": "\(f.arrival.projectGroup.cacheEvictions)",
             "ratio_arrival_project_solo_to_raw_direct": ratio(f.arrival.ratioSolo), "ratio_arrival_project_group_to_raw_group": ratio(f.arrival.ratioGroup),
+            "instructions_events": f.instructions.map { "\($0.events)" } ?? "null",
+            "project_solo_instructions_per_event": f.instructions.map { String(format: "%.0f", $0.projectSolo) } ?? "null",
+            "kcat_instructions_per_event": f.instructions.map { String(format: "%.0f", $0.kcat) } ?? "null",
+            "ratio_project_solo_to_kcat_instructions": f.instructions.map { ratio($0.ratio) } ?? "null",
         ]
         return "{" + jsonKeys.map { "\"\($0)\":\(values[$0]!)" }.joined(separator: ",") + "}"
     }

@@ -27,6 +27,7 @@ import Testing
         "arrival_project_group_seconds", "arrival_project_group_events_per_s", "arrival_project_group_peak_rss_mb",
         "arrival_project_group_cache_hits", "arrival_project_group_cache_misses", "arrival_project_group_cache_evictions",
         "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
+        "instructions_events", "project_solo_instructions_per_event", "kcat_instructions_per_event", "ratio_project_solo_to_kcat_instructions",
     ]
 
     static func benchDirectories() -> Set<String> {
@@ -43,7 +44,7 @@ import Testing
     @Test(.timeLimit(.minutes(3))) func smallRunPrintsTheTableThenOneJSONLineWithEveryFigure() throws {
         let before = Self.benchDirectories()
         let config = try scratch.file(#"{"kafka":{"consumer":{"session.timeout.ms":6000,"heartbeat.interval.ms":500}}}"#, suffix: ".json")
-        let r = try Daybook.run(["bench", "--events", "20000", "--partitions", "8", "--config", config])
+        let r = try Daybook.run(["bench", "--events", "20000", "--partitions", "8", "--config", config, "--callgrind-events", "1000"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("daybook bench: 20,000 events") == true, "\(r.stdout)")
@@ -83,6 +84,11 @@ import Testing
             #expect(number(prefix + "_cache_evictions") >= 0, "\(prefix) in \(last)")
         }
         #expect(r.stdout.contains("arrival order: daybook project --solo"))
+        // Instructions per event, counted under callgrind on a log of their own: the
+        // projector does more per event than a raw read, and both did some.
+        #expect(number("instructions_events") == 1_000)
+        #expect(number("kcat_instructions_per_event") > 100 && number("project_solo_instructions_per_event") > number("kcat_instructions_per_event"), "\(last)")
+        #expect(r.stdout.contains("instructions per event (callgrind, 1,000 events in arrival order, 8 partitions)"), "\(r.stdout)")
         // The temporary directory is gone.
         #expect(Self.benchDirectories().subtracting(before).isEmpty)
     }
