@@ -56,7 +56,8 @@ let package = Package(
         .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
         // Events → Kafka, for ingestion services and every command that publishes: the
         // validating, keyed, accounted EventPublisher; files of event lines decoded on all
-        // cores and published line by line (EventLines). No SQLite: an ingestion service needs none.
+        // cores and published line by line (EventLines); a phone's sync batch decoded, checked
+        // whole and published whole (SyncBatch). No SQLite: an ingestion service needs none.
         .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
         // The benchmarks: the pipeline bench (the daybook binary's broker, publish and project
         // as child processes beside kcat; their counts read from their metrics files), the

@@ -10,6 +10,7 @@ let package = Package(
     targets: [
         .executableTarget(name: "ingest-service", dependencies: [
             .product(name: "DaybookPublish", package: "Daybook"),
+            .product(name: "DaybookFiles", package: "Daybook"),
             .product(name: "DaybookKafka", package: "Daybook"),
             .product(name: "DaybookCore", package: "Daybook"),
         ]),

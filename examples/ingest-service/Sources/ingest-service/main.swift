@@ -7,8 +7,14 @@
 //
 //     ack <anchor>              every event of the batch was delivered: the phone may move
 //                               its anchor past it
-//     reject <anchor> <reason>  the batch cannot be accepted as it is (an invalid sample:
-//                               nothing of it was published)
+//     reject <anchor> <reason>  the batch cannot be accepted as it is (an invalid sample, a
+//                               user or uuid the event format refuses, bytes that are not
+//                               UTF-8, an event larger than the cluster accepts): nothing of
+//                               it was published, and sending it again cannot help
+//
+// (control characters in an anchor are written escaped, \u{1B}, so an answer is one line).
+// The batch contract — decode, validate every event before any is sent, publish whole — is
+// DaybookPublish's SyncBatch; this program reads lines and writes answers.
 //
 // An undelivered batch gets no answer: the program says why on standard error and exits 69,
 // and the phone, still holding its anchor, sends the batch again later. That is safe: the
@@ -18,77 +24,14 @@
 //     swift run --package-path examples/ingest-service ingest-service --brokers B [FILE]
 //
 // Exit codes: 0 every batch acked; 65 some batches rejected (the others acked); 69 the
-// cluster was unreachable or a batch was not delivered; 64 usage; 66 FILE missing.
+// cluster was unreachable or a batch was not delivered; 64 usage; 66 FILE missing; 74 the
+// input could not be read.
 
 import DaybookCore
+import DaybookFiles
 import DaybookKafka
 import DaybookPublish
 import Foundation
-
-/// A batch of one sync, decoded and validated: its events in the order they are published.
-struct SyncBatch {
-    var anchor: String
-    var events: [Event]
-}
-
-/// Why a line is not a batch we can publish; `anchor` when it could be read.
-struct BatchProblem: Error {
-    var anchor: String?
-    var reason: String
-}
-
-/// Decodes one line: every sample is checked by Daybook's own decoder (as the projector will
-/// check it), so a batch that decodes is one the projector applies whole.
-func decodeBatch(_ line: String) -> Result<SyncBatch, BatchProblem> {
-    var text = line
-    var integers: [String: Int64]? = [:]
-    let parsed: Result<JSONValue, JSONSyntaxError> = text.withUTF8 { bytes in
-        Result { () throws(JSONSyntaxError) in try JSONParser.parse(bytes, exactIntegers: &integers) }
-    }
-    guard case .success(let json) = parsed, case .object(let batch) = json else {
-        return .failure(BatchProblem(anchor: nil, reason: "not a JSON object {\"user\":…,\"anchor\":…,\"added\":[…],\"deleted\":[…]}"))
-    }
-    let anchor: String
-    switch batch["anchor"] {
-    case .string(let s)? where !s.isEmpty && !s.contains(where: \.isWhitespace): anchor = s
-    case .number(let n)? where n >= 0 && n == n.rounded() && n < 9e15: anchor = String(Int64(n))
-    default: return .failure(BatchProblem(anchor: nil, reason: "anchor: missing, or not a number or a string without spaces"))
-    }
-    guard case .string(let user)? = batch["user"] else {
-        return .failure(BatchProblem(anchor: anchor, reason: "user: missing or not a string"))
-    }
-    var events: [Event] = []
-    let decoder = EventDecoder()
-    switch batch["added"] ?? .array([]) {
-    case .array(let samples):
-        for (i, sample) in samples.enumerated() {
-            let event = JSONValue.object(["type": .string("sample-added"), "user": .string(user), "sample": sample])
-            var exact: [String: Int64] = [:]
-            if let version = integers?["added[\(i)].version"] { exact["sample.version"] = version }
-            do {
-                events.append(try decoder.decode(event, exactIntegers: exact))
-            } catch {
-                // The decoder names fields of an event ("sample.value"); the phone sent "added[i].value".
-                let field = error.field.map { $0.hasPrefix("sample.") ? "added[\(i)]." + $0.dropFirst(7) : $0 } ?? "added[\(i)]"
-                return .failure(BatchProblem(anchor: anchor, reason: "\(field): \(error.message)"))
-            }
-        }
-    default:
-        return .failure(BatchProblem(anchor: anchor, reason: "added: must be an array of samples"))
-    }
-    switch batch["deleted"] ?? .array([]) {
-    case .array(let uuids):
-        for (i, uuid) in uuids.enumerated() {
-            guard case .string(let uuid) = uuid, !uuid.isEmpty else {
-                return .failure(BatchProblem(anchor: anchor, reason: "deleted[\(i)]: must be a sample's uuid, a non-empty string"))
-            }
-            events.append(.sampleDeleted(user: user, uuid: uuid))
-        }
-    default:
-        return .failure(BatchProblem(anchor: anchor, reason: "deleted: must be an array of uuids"))
-    }
-    return .success(SyncBatch(anchor: anchor, events: events))
-}
 
 func fail(_ code: Int32, _ message: String) -> Never {
     FileHandle.standardError.write(Data("ingest-service: \(message)\n".utf8))
@@ -153,46 +96,42 @@ do {
 }
 
 var rejected = 0
-var number = 0
-while let line = readLine() {
-    number += 1
-    guard !line.allSatisfy(\.isWhitespace) else { continue }
-    let batch: SyncBatch
-    switch decodeBatch(line) {
-    case .success(let b): batch = b
-    case .failure(let problem):
-        rejected += 1
-        if let anchor = problem.anchor {
-            answer("reject \(anchor) \(problem.reason)")
-        } else {
-            // No anchor to answer to: the phone cannot be told, so the operator is.
-            FileHandle.standardError.write(Data("ingest-service: line \(number): \(problem.reason); not answered\n".utf8))
+let limit = SyncBatch.maximumMessageBytes(for: publisher.connection)
+do {
+    // Lines as bytes: a reader that turned bytes that are not UTF-8 into U+FFFD would make
+    // two users' ids one. The library's decoder refuses them instead.
+    try LineInput.forEachBatch(.stream(fd: 0, name: "standard input", close: false), maximumLineBytes: 64 << 20) { lines in
+        for (number, bytes) in lines {
+            guard let bytes else {
+                rejected += 1
+                FileHandle.standardError.write(Data("ingest-service: line \(number): longer than 64 MiB; not answered\n".utf8))
+                continue
+            }
+            switch SyncBatch.decode(bytes, maximumMessageBytes: limit) {
+            case .failure(let rejection):
+                rejected += 1
+                if let anchor = rejection.anchor {
+                    answer("reject \(SyncBatch.escapedAnchor(anchor)) \(rejection)")
+                } else {
+                    // No anchor to answer to: the phone cannot be told, so the operator is.
+                    FileHandle.standardError.write(Data("ingest-service: line \(number): \(rejection); not answered\n".utf8))
+                }
+            case .success(let batch):
+                switch batch.publish(with: publisher) {
+                case .accepted:
+                    answer("ack \(SyncBatch.escapedAnchor(batch.anchor))")
+                case .rejected(let rejection):
+                    rejected += 1
+                    answer("reject \(SyncBatch.escapedAnchor(batch.anchor)) \(rejection)")
+                case .undelivered(let error):
+                    let reason = error.message.hasPrefix("not delivered: ") ? String(error.message.dropFirst("not delivered: ".count)) : error.message
+                    fail(69, "batch \(SyncBatch.escapedAnchor(batch.anchor)) (line \(number)) not delivered: \(reason); not acknowledged, so the phone sends it again")
+                }
+            }
         }
-        continue
     }
-    let outcomes: [EventPublisher.Outcome]
-    do {
-        outcomes = try publisher.publish(batch.events)
-    } catch {
-        // Invalid events were refused by decodeBatch already; this is the cluster.
-        fail(69, "batch \(batch.anchor) (line \(number)) not delivered: \(error); not acknowledged, so the phone sends it again")
-    }
-    var refusal: PublishError?
-    for outcome in outcomes {
-        switch outcome {
-        case .delivered: continue
-        case .rejected(let e): refusal = refusal ?? e
-        case .undelivered(let e):
-            fail(69, "batch \(batch.anchor) (line \(number)) not delivered: \(e); not acknowledged, so the phone sends it again")
-        }
-    }
-    if let refusal {
-        // The cluster refused an event for good (its size): sending the batch again cannot help.
-        rejected += 1
-        answer("reject \(batch.anchor) \(refusal)")
-    } else {
-        answer("ack \(batch.anchor)")
-    }
+} catch {
+    fail(74, "reading standard input: \(error)")
 }
 do {
     try publisher.close()
