@@ -92,9 +92,9 @@ enum DLQCommand: Subcommand {
     projector's batch in progress.
 
     If replay stops between a delivery and its mark (killed, a storage failure), the dead
-    letter stays pending and the next replay compares it again: its republished copy, of
-    the same version and produce time, is in force at home, so it is superseded and not
-    published again; a write made at home since wins too. A sample-deleted again leaves
+    letter stays pending and the next replay compares it again, which is harmless: its
+    republished copy, of the same version and produce time, is in force at home, so it is
+    superseded and not published again; a write made at home since wins too. A sample-deleted again leaves
     the same tombstone (Guides/Dedupe.md).
 
     EXIT CODES: 0 done (also when nothing is pending); 64 usage; 65 a line of --fix or an
