@@ -44,7 +44,7 @@ extension LogAccess {
         do {
             consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         defer { consumer.close() }
         let count: Int

@@ -33,7 +33,10 @@ extension CLIError {
             if let detail = e.detail { e.message = detail.commandLineMessage }
             switch e.kind {
             case .storage: self.init(code: ExitCode.ioError, message: e.message)
-            case .kafka: self.init(code: ExitCode.unavailable, message: e.message + (e.kafkaError.map(CLIError.hint(for:)) ?? ""))
+            case .kafka:
+                // A property librdkafka refuses is the configuration's fault, whichever command met it.
+                let code = e.kafkaError?.kind == .configuration ? ExitCode.config : ExitCode.unavailable
+                self.init(code: code, message: e.message + (e.kafkaError.map(CLIError.hint(for:)) ?? ""))
             case .shard: self.init(code: ExitCode.of(e.shardKind), message: e.shardDetail?.commandLineMessage ?? e.message + CLIError.hint(for: e.shardKind))
             case .logMismatch: self.init(code: ExitCode.logMismatch, message: e.message)
             case .badRequest: self.init(code: ExitCode.usage, message: e.message)
