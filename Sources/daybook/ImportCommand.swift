@@ -56,7 +56,8 @@ enum ImportCommand: Subcommand {
     source, what was skipped and why, zones used, time span) go to standard error. With
     --out or --brokers nothing is written or published unless the whole file was read:
     --out is written as OUT.tmp-PID beside OUT and renamed over it at the end (--out may
-    not name FILE itself, through a symlink either); --brokers stages the events in
+    not name FILE itself, through a symlink either, nor standard input's file with FILE
+    -); --brokers stages the events in
     $TMPDIR/daybook-UID/daybook-import.tmp-PID (about 330 bytes each) and then publishes
     them as 'daybook publish' does, waiting for every delivery report. Staging left by a
     run that was killed (kill -9) is removed by the next import.
@@ -133,8 +134,10 @@ enum ImportCommand: Subcommand {
         let destination: Destination
         if let out = arguments.value("--out") {
             guard !publishing else { throw CLIError.usage("give --out or --brokers, not both") }
-            if path != "-", Self.sameFile(out, path) {
-                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(TerminalText.escaped(path))): writing it would replace the export; give --out another file")
+            // Standard input may be the export too (`- --out e.xml < e.xml`): compared by descriptor.
+            if path == "-" ? Self.sameFile(out, descriptor: 0) : Self.sameFile(out, path) {
+                let input = path == "-" ? "standard input" : TerminalText.escaped(path)
+                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(input)): writing it would replace the export; give --out another file")
             }
             destination = .file(out)
         } else if publishing {
@@ -251,6 +254,14 @@ enum ImportCommand: Subcommand {
     static func sameFile(_ a: String, _ b: String) -> Bool {
         var x = stat(), y = stat()
         guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
+        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
+    }
+
+    /// True when `path` names the regular file `descriptor` reads (standard input's file; a
+    /// terminal, pipe or /dev/null read and written at once loses nothing).
+    static func sameFile(_ path: String, descriptor: Int32) -> Bool {
+        var x = stat(), y = stat()
+        guard stat(path, &x) == 0, fstat(descriptor, &y) == 0, (y.st_mode & S_IFMT) == S_IFREG else { return false }
         return x.st_dev == y.st_dev && x.st_ino == y.st_ino
     }
 

@@ -27,4 +27,51 @@ import Testing
             #expect(r.stderr.contains(#"bogus.property: No such configuration property: "bogus.property""#), "\(command[0]): \(r.stderr)")
         }
     }
+
+    // MARK: 5. import --out onto standard input's file
+
+    /// A one-record export.
+    static let tinyExport = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <HealthData locale="en_US">
+     <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Health" sourceVersion="17.2" unit="count" creationDate="2024-01-10 21:40:00 +0200" startDate="2024-01-10 13:00:00 +0200" endDate="2024-01-10 14:00:00 +0200" value="300"/>
+    </HealthData>
+
+    """
+
+    /// Runs the binary with standard input read from the file at `stdin` (as `< FILE` does).
+    static func run(_ arguments: [String], stdinFile: String) throws -> Daybook.Result {
+        let process = Process()
+        process.executableURL = Daybook.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = Daybook.root
+        let out = Pipe(), err = Pipe()
+        let input = try #require(FileHandle(forReadingAtPath: stdinFile))
+        defer { try? input.close() }
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Daybook.Result(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    @Test func importOutOntoStandardInputsFileIsRefusedAndTheExportSurvives() throws {
+        let export = try scratch.file(Self.tinyExport, suffix: ".xml")
+        let link = scratch.newPath("link") + ".xml"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: export)
+        for out in [export, link] {
+            let r = try Self.run(["import", "apple-health", "-", "--user", "ana", "--zone", "Europe/Berlin", "--out", out], stdinFile: export)
+            #expect(r.status == 64, "\(r.stderr)")
+            #expect(r.stderr.contains("is the export being imported (standard input): writing it would replace the export; give --out another file"), "\(r.stderr)")
+            #expect(try String(contentsOfFile: export, encoding: .utf8) == Self.tinyExport)
+        }
+        // Another file is written as before.
+        let events = scratch.newPath("events") + ".jsonl"
+        let r = try Self.run(["import", "apple-health", "-", "--user", "ana", "--zone", "Europe/Berlin", "--out", events], stdinFile: export)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try String(contentsOfFile: events, encoding: .utf8).contains(#""value":300"#))
+    }
 }
