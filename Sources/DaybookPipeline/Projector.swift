@@ -603,6 +603,8 @@ public final class Projector: RebalanceHandler {
         partitionCount = count
         // A standby partition the topic does not have is a bad request, not a warning.
         try options.standby?.check(topic: options.topic, count: count)
+        // So is a shard of a partition it does not have (rebuild, verify, diff and replay refuse it too).
+        try LiveLogCheck.checkPartitions(try layout.shardPaths(), directory: options.dataDirectory, topic: options.topic, count: count)
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
             if options.solo {

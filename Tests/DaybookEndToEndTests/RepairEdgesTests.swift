@@ -74,4 +74,22 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try String(contentsOfFile: events, encoding: .utf8).contains(#""value":300"#))
     }
+
+    // MARK: 9. project refuses a shard of a partition the topic lacks
+
+    @Test func projectRefusesAShardOfAPartitionTheTopicDoesNotHave() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        defer { _ = broker.stop() }
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
+        let data = scratch.newPath("data")
+        let first = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(first.status == 0, "\(first.stderr)")
+        // A shard of partition 5 (a topic recreated with fewer partitions, or another cluster's directory).
+        try FileManager.default.copyItem(atPath: data + "/health-samples-0000.sqlite", toPath: data + "/health-samples-0005.sqlite")
+        for mode in [["--solo"], ["--group", "edges-partition"]] {
+            let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--until-caught-up"] + mode)
+            #expect(r.status == 76, "\(mode): \(r.stderr)")
+            #expect(r.stderr.contains("has a shard of health-samples partition 5") && r.stderr.contains("but the topic has 2 partitions"), "\(mode): \(r.stderr)")
+        }
+    }
 }
