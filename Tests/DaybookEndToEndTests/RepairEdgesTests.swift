@@ -92,4 +92,16 @@ import Testing
             #expect(r.stderr.contains("has a shard of health-samples partition 5") && r.stderr.contains("but the topic has 2 partitions"), "\(mode): \(r.stderr)")
         }
     }
+
+    // MARK: 12. Messages
+
+    @Test(arguments: [
+        (#"{"priority":{"default":["watch"]},"priority":{"default":["phone"]}}"#, "priority is given twice (at byte 35); give each setting once"),
+        (#"{"kafka":{"properties":{"a":"1","a":"2"}}}"#, "kafka.properties.a is given twice (at byte 33); give each setting once"),
+    ])
+    func aDuplicateConfigurationKeyIsNamed(config: String, message: String) throws {
+        let r = try Daybook.run(["rollup", try scratch.file(RoughEdgesTests.oneSample), "--config", try scratch.file(config, suffix: ".json")])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+    }
 }
