@@ -104,4 +104,19 @@ import Testing
         #expect(r.status == 78, "\(r.stderr)")
         #expect(r.stderr.contains(message), "\(r.stderr)")
     }
+
+    @Test func projectingUnderAnotherPriorityThanARebuildsGivesItsAdviceOnce() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
+        let data = scratch.newPath("data")
+        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
+        let phoneFirst = try scratch.file(#"{"priority":{"default":["phone","watch"]}}"#, suffix: ".json")
+        let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", data, "--config", phoneFirst])
+        #expect(rebuild.status == 0, "\(rebuild.stderr)")
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("Put that order in --config, or rebuild under yours: daybook rebuild --data \(data) --config FILE."), "\(r.stderr)")
+        #expect(r.stderr.components(separatedBy: "--config FILE").count == 2, "the advice once: \(r.stderr)")
+    }
 }
