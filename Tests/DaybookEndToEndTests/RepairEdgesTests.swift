@@ -119,4 +119,52 @@ import Testing
         #expect(r.stderr.contains("Put that order in --config, or rebuild under yours: daybook rebuild --data \(data) --config FILE."), "\(r.stderr)")
         #expect(r.stderr.components(separatedBy: "--config FILE").count == 2, "the advice once: \(r.stderr)")
     }
+
+    // MARK: 6. --out onto a FIFO or a symlink
+
+    static func fileType(_ path: String) -> mode_t {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & S_IFMT : 0
+    }
+
+    @Test func importOutWritesThroughAFIFOAndFollowsASymlinkKeepingIt() throws {
+        let export = try scratch.file(Self.tinyExport, suffix: ".xml")
+        let expected = try Daybook.run(["import", "apple-health", export, "--user", "ana", "--zone", "Europe/Berlin"])
+        #expect(expected.status == 0 && expected.stdout.contains(#""value":300"#), "\(expected.stderr)")
+
+        // A FIFO: read by this test (opened first, without blocking; one event fits its buffer).
+        let fifo = scratch.newPath("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { close(reader) }
+        let r = try Daybook.run(["import", "apple-health", export, "--user", "ana", "--zone", "Europe/Berlin", "--out", fifo])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.fileType(fifo) == S_IFIFO, "the FIFO was replaced by a file")
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = read(reader, &buffer, buffer.count)
+        #expect(n > 0 && String(decoding: buffer[..<max(n, 0)], as: UTF8.self) == expected.stdout)
+
+        // A symlink: its target is replaced, the link stays (for import and generate alike).
+        let target = try scratch.file("old\n")
+        let link = scratch.newPath("link") + ".jsonl"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let linked = try Daybook.run(["import", "apple-health", export, "--user", "ana", "--zone", "Europe/Berlin", "--out", link])
+        #expect(linked.status == 0, "\(linked.stderr)")
+        #expect(Self.fileType(link) == S_IFLNK, "the link was replaced by a file")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == expected.stdout)
+        let generated = try Daybook.run(["import", "generate", "--megabytes", "1", "--days", "2", "--out", link])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let regenerated = try String(contentsOfFile: target, encoding: .utf8)
+        #expect(Self.fileType(link) == S_IFLNK && regenerated.hasPrefix("<?xml"))
+
+        // A link to nothing, or a directory: refused, nothing written.
+        let dangling = scratch.newPath("dangling")
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: scratch.newPath("nothing"))
+        for (out, message) in [(dangling, "is a symbolic link to a file that does not exist"), (scratch.path, "is a directory; name a file")] {
+            let refused = try Daybook.run(["import", "apple-health", export, "--user", "ana", "--zone", "Europe/Berlin", "--out", out])
+            #expect(refused.status == 64, "\(refused.stderr)")
+            #expect(refused.stderr.contains(message), "\(refused.stderr)")
+        }
+    }
 }
