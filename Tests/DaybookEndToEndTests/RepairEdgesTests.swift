@@ -167,4 +167,31 @@ import Testing
             #expect(refused.stderr.contains(message), "\(refused.stderr)")
         }
     }
+
+    // MARK: 10. Shards on read-only media
+
+    /// A projected directory served through a read-only bind mount (root ignores chmod, so
+    /// the mount is what makes the storage really read-only).
+    @Test func theReadingCommandsReadShardsOnAReadOnlyMount() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
+        let data = scratch.newPath("data")
+        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
+        let mounted = scratch.newPath("snapshot")
+        try FileManager.default.createDirectory(atPath: mounted, withIntermediateDirectories: true)
+        guard ReadOnlyMount.bind(data, at: mounted) else {
+            print("RepairEdgesTests: mount --bind -o ro is not available here; skipped (ReadOnlyMediaTests covers the rule)")
+            return
+        }
+        defer { ReadOnlyMount.unmount(mounted) }
+        let totals = try Daybook.run(["totals", "--data", mounted, "--format", "json"])
+        #expect(totals.status == 0, "\(totals.stderr)")
+        #expect(totals.stdout.contains(#""value":3000"#), "\(totals.stdout)")
+        for command in [["status", "--data", mounted], ["dlq", "list", "--data", mounted], ["stale", "--data", mounted, "--all"]] {
+            let r = try Daybook.run(command)
+            #expect(r.status == 0, "\(command[0]): \(r.stderr)")
+            #expect(!r.stderr.contains("unable to open database file"), "\(command[0]): \(r.stderr)")
+        }
+    }
 }
