@@ -194,4 +194,23 @@ import Testing
             #expect(!r.stderr.contains("unable to open database file"), "\(command[0]): \(r.stderr)")
         }
     }
+
+    @Test func rebuildAndVerifyOnAFullDiskSayWhatTheyLeaveAndHowToFreeIt() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        defer { _ = broker.stop() }
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
+        let data = scratch.newPath("data")
+        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
+        // A file-size limit makes SQLite's writes fail (EFBIG → SQLITE_FULL) like a full disk.
+        let full = "ulimit -f 64; trap '' XFSZ"
+        let rebuild = try DaybookProcess(["rebuild", "--brokers", broker.bootstrap, "--data", data], preamble: full)
+        #expect(rebuild.wait(seconds: 60) == 74, "\(rebuild.stderr)")
+        #expect(rebuild.stderr.contains("the live projection is untouched. The staged generation \(data)/gen-000001 keeps what it wrote"), "\(rebuild.stderr)")
+        #expect(rebuild.stderr.contains("or remove it (rm -r \(data)/gen-000001) to give the space back"), "\(rebuild.stderr)")
+        #expect(!rebuild.stderr.contains("then restart"), "a projector's advice: \(rebuild.stderr)")
+        let verify = try DaybookProcess(["verify", "--brokers", broker.bootstrap, "--data", data], preamble: full)
+        #expect(verify.wait(seconds: 60) == 74, "\(verify.stderr)")
+        #expect(verify.stderr.contains("nothing live was changed, and the temporary projection \(data)/.tmp-"), "\(verify.stderr)")
+        #expect(!verify.stderr.contains("then restart"), "a projector's advice: \(verify.stderr)")
+    }
 }
