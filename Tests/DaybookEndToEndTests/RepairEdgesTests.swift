@@ -78,12 +78,8 @@ import Testing
     // MARK: 9. project refuses a shard of a partition the topic lacks
 
     @Test func projectRefusesAShardOfAPartitionTheTopicDoesNotHave() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        let (broker, data) = try RoughEdgesTests.projected(partitions: 2, in: scratch)
         defer { _ = broker.stop() }
-        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
-        let data = scratch.newPath("data")
-        let first = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
-        #expect(first.status == 0, "\(first.stderr)")
         // A shard of partition 5 (a topic recreated with fewer partitions, or another cluster's directory).
         try FileManager.default.copyItem(atPath: data + "/health-samples-0000.sqlite", toPath: data + "/health-samples-0005.sqlite")
         for mode in [["--solo"], ["--group", "edges-partition"]] {
@@ -106,11 +102,8 @@ import Testing
     }
 
     @Test func projectingUnderAnotherPriorityThanARebuildsGivesItsAdviceOnce() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        let (broker, data) = try RoughEdgesTests.projected(in: scratch)
         defer { _ = broker.stop() }
-        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
-        let data = scratch.newPath("data")
-        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
         let phoneFirst = try scratch.file(#"{"priority":{"default":["phone","watch"]}}"#, suffix: ".json")
         let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", data, "--config", phoneFirst])
         #expect(rebuild.status == 0, "\(rebuild.stderr)")
@@ -173,11 +166,8 @@ import Testing
     /// A projected directory served through a read-only bind mount (root ignores chmod, so
     /// the mount is what makes the storage really read-only).
     @Test func theReadingCommandsReadShardsOnAReadOnlyMount() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        let (broker, data) = try RoughEdgesTests.projected(in: scratch)
         defer { _ = broker.stop() }
-        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
-        let data = scratch.newPath("data")
-        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
         let mounted = scratch.newPath("snapshot")
         try FileManager.default.createDirectory(atPath: mounted, withIntermediateDirectories: true)
         guard ReadOnlyMount.bind(data, at: mounted) else {
@@ -196,11 +186,8 @@ import Testing
     }
 
     @Test func rebuildAndVerifyOnAFullDiskSayWhatTheyLeaveAndHowToFreeIt() throws {
-        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+        let (broker, data) = try RoughEdgesTests.projected(in: scratch)
         defer { _ = broker.stop() }
-        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(RoughEdgesTests.oneSample)]).status == 0)
-        let data = scratch.newPath("data")
-        #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"]).status == 0)
         // A file-size limit makes SQLite's writes fail (EFBIG → SQLITE_FULL) like a full disk.
         let full = "ulimit -f 64; trap '' XFSZ"
         let rebuild = try DaybookProcess(["rebuild", "--brokers", broker.bootstrap, "--data", data], preamble: full)
