@@ -41,6 +41,9 @@ public struct ConfigurationFileError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .missing: "\(path): no such file"
         case .unreadable(let code): "\(path): cannot be read: \(String(cString: strerror(code)))"
+        case .notJSON(let error) where error.kind == .duplicateKey:
+            // Named by its member path: the one that would have counted is not obvious.
+            "\(path): \(error.path ?? "a key") is given twice (at byte \(error.offset + 1)); give each setting once"
         case .notJSON(let error): "\(path): not valid JSON: \(error)"
         case .invalid(let error): "\(path): \(error)"
         }

@@ -73,18 +73,25 @@ public struct EventDecoder: Sendable {
         if let fields = FastEventReader.read(bytes) { return try validate(fields) }
         let json: JSONValue
         var integers: [String: Int64]? = [:]
+        var texts: [String: String]? = [:]
         do {
-            json = try JSONParser.parse(bytes, exactIntegers: &integers)
+            json = try JSONParser.parse(bytes, exactIntegers: &integers, numberTexts: &texts)
         } catch {
             throw EventError(syntax: error)
         }
-        return try decode(json, exactIntegers: integers ?? [:])
+        return try decode(json, exactIntegers: integers ?? [:], numberTexts: texts ?? [:])
     }
 
     /// Decodes a parsed event. `exactIntegers` holds the exact values of its integer
     /// literals by path, as `JSONParser.parse(_:exactIntegers:)` gives them: a
     /// `sample.version` is read from there (a Double holds integers exactly only to 2⁵³).
     public func decode(_ json: JSONValue, exactIntegers: [String: Int64]) throws(EventError) -> Event {
+        try decode(json, exactIntegers: exactIntegers, numberTexts: [:])
+    }
+
+    /// Decodes like `decode(_:exactIntegers:)`; a bad version is echoed from `numberTexts`
+    /// (literals as written, by path) where it has one.
+    func decode(_ json: JSONValue, exactIntegers: [String: Int64], numberTexts: [String: String]) throws(EventError) -> Event {
         guard case .object = json else {
             throw EventError(code: .wrongType, field: nil, message: "an event must be a JSON object, got \(json.summary)")
         }
@@ -104,7 +111,7 @@ public struct EventDecoder: Sendable {
             guard case .object = sample else {
                 throw EventError(code: .wrongType, field: "sample", message: "must be an object, got \(sample.summary)")
             }
-            return .sampleAdded(try decodeSample(sample, user: user, exactIntegers: exactIntegers))
+            return .sampleAdded(try decodeSample(sample, user: user, exactIntegers: exactIntegers, numberTexts: numberTexts))
         case "sample-deleted":
             return try deletion(user: user, uuid: try nonEmpty(json, "uuid", path: "uuid"))
         case "source-checked-in":
@@ -144,7 +151,7 @@ public struct EventDecoder: Sendable {
         return CheckIn(user: user, source: source, at: at, metrics: metrics)
     }
 
-    private func decodeSample(_ s: JSONValue, user: String, exactIntegers: [String: Int64]) throws(EventError) -> Sample {
+    private func decodeSample(_ s: JSONValue, user: String, exactIntegers: [String: Int64], numberTexts: [String: String]) throws(EventError) -> Sample {
         let uuid = try nonEmpty(s, "uuid", path: "sample.uuid")
         let metricName = try string(s, "metric", path: "sample.metric")
         let source = try string(s, "source", path: "sample.source") // emptiness: validateSample, after the metric
@@ -169,7 +176,7 @@ public struct EventDecoder: Sendable {
             version = 0
         case .number(let d)?:
             // Not there: a sign, a fraction, an exponent, or more than Int64 holds.
-            guard let exact = exactIntegers["sample.version"] else { throw EventError.badVersion(JSONWriter.number(d)) }
+            guard let exact = exactIntegers["sample.version"] else { throw EventError.badVersion(numberTexts["sample.version"] ?? JSONWriter.number(d)) }
             version = exact
         case .nonFinite(let text)?:
             throw EventError.badVersion(text)

@@ -78,13 +78,24 @@ public struct JSONParser {
     /// only up to 2⁵³.
     public static func parse(_ bytes: UnsafeBufferPointer<UInt8>,
                              exactIntegers: inout [String: Int64]?) throws(JSONSyntaxError) -> JSONValue {
+        var ignored: [String: String]? = nil
+        return try parse(bytes, exactIntegers: &exactIntegers, numberTexts: &ignored)
+    }
+
+    /// Parses like `parse(_:exactIntegers:)` and, when `numberTexts` is not nil, adds to it
+    /// every number's literal as written (`-0`, `1e3`, `9223372036854775808`) under its
+    /// member path: an error message echoes what was written, not the Double it became.
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, exactIntegers: inout [String: Int64]?,
+                             numberTexts: inout [String: String]?) throws(JSONSyntaxError) -> JSONValue {
         var parser = Reader(bytes: bytes)
         parser.exactIntegers = exactIntegers
+        parser.numberTexts = numberTexts
         parser.skipSpace()
         let value = try parser.value(depth: 0)
         parser.skipSpace()
         guard parser.i == bytes.count else { throw parser.fail("unexpected text after the JSON value") }
         exactIntegers = parser.exactIntegers
+        numberTexts = parser.numberTexts
         return value
     }
 
@@ -95,6 +106,8 @@ public struct JSONParser {
         var path: [String] = []
         /// Exact non-negative integer literals by path, when asked for (`parse(_:exactIntegers:)`).
         var exactIntegers: [String: Int64]?
+        /// Number literals as written, by path, when asked for (`parse(_:exactIntegers:numberTexts:)`).
+        var numberTexts: [String: String]?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -344,6 +357,10 @@ public struct JSONParser {
                 let e = i
                 while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
                 guard i > e else { throw fail("invalid number: no digits in the exponent") }
+            }
+            if numberTexts != nil {
+                let key = pathText ?? "", text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                numberTexts?[key] = text
             }
             // Up to 19 digits the mantissa is exact (< 10¹⁹ < 2⁶⁴).
             if simple, !negative, exactIntegers != nil, digits <= 19, let exact = Int64(exactly: mantissa) {

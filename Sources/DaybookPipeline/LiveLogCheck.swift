@@ -27,16 +27,7 @@ public enum LiveLogCheck {
         for shard in shards {
             try checkCluster(path: shard.path, recorded: shard.clusterID, reached: cluster)
         }
-        for shard in shards where !(0..<Int32(count)).contains(shard.partition) {
-            var error = ProjectorError(kind: .logMismatch, message: """
-                \(directory) has a shard of \(topic) partition \(shard.partition) (\(shard.path)), but the topic has \(count) \
-                partition\(count == 1 ? "" : "s") in the cluster reached: this is not the log the shards were built from \
-                (another cluster, or a recreated topic). Nothing was read. Connect to the cluster the shards came from, or \
-                project this cluster into a new data directory.
-                """)
-            error.detail = .partitionMissing(directory: directory, topic: topic, partition: shard.partition, path: shard.path, count: count)
-            throw error
-        }
+        try checkPartitions(shards.map(\.path), directory: directory, topic: topic, count: count)
         for shard in shards {
             let tp = TopicPartition(topic, shard.partition)
             let marks: (low: Int64, high: Int64)
@@ -46,6 +37,23 @@ public enum LiveLogCheck {
                 throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
             }
             try checkOffset(path: shard.path, next: shard.nextOffset, tp: tp, low: marks.low, high: marks.high)
+        }
+    }
+
+    /// Refuses (`ProjectorError.logMismatch`) a shard among `paths` (the shard files of
+    /// `directory`) of a partition `topic`, of `count` partitions, does not have.
+    static func checkPartitions(_ paths: [String], directory: String, topic: String, count: Int) throws {
+        for path in paths {
+            guard let partition = Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: topic),
+                  !(0..<Int32(count)).contains(partition), FileManager.default.fileExists(atPath: path) else { continue }
+            var error = ProjectorError(kind: .logMismatch, message: """
+                \(directory) has a shard of \(topic) partition \(partition) (\(path)), but the topic has \(count) \
+                partition\(count == 1 ? "" : "s") in the cluster reached: this is not the log the shards were built from \
+                (another cluster, or a recreated topic). Nothing was read. Connect to the cluster the shards came from, or \
+                project this cluster into a new data directory.
+                """)
+            error.detail = .partitionMissing(directory: directory, topic: topic, partition: partition, path: path, count: count)
+            throw error
         }
     }
 

@@ -603,6 +603,8 @@ public final class Projector: RebalanceHandler {
         partitionCount = count
         // A standby partition the topic does not have is a bad request, not a warning.
         try options.standby?.check(topic: options.topic, count: count)
+        // So is a shard of a partition it does not have (rebuild, verify, diff and replay refuse it too).
+        try LiveLogCheck.checkPartitions(try layout.shardPaths(), directory: options.dataDirectory, topic: options.topic, count: count)
         clusterID = consumer.clusterID(timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
         do {
             if options.solo {
@@ -817,10 +819,14 @@ public final class Projector: RebalanceHandler {
         return outcomes
     }
 
+    /// What a storage fault's message adds for a projector; a rebuild or a comparison says
+    /// its own instead (`ProjectorError.storageFault(in:)`).
+    static let storageAdvice = " Fix the storage (space, permissions), then restart: no offset moved past an unapplied event."
+
     private func classify(_ error: Error) -> ProjectorError {
         if let e = error as? ProjectorError { return e }
         if let e = error as? DatabaseError {
-            let advice = e.isStorageFault ? " Fix the storage (space, permissions), then restart: no offset moved past an unapplied event." : ""
+            let advice = e.isStorageFault ? Projector.storageAdvice : ""
             return ProjectorError(kind: .storage, message: "\(e)\(advice)")
         }
         if let e = error as? Shard.ShardError { return ProjectorError(kind: .shard, message: e.message, shardKind: e.kind, shardDetail: e.detail) }

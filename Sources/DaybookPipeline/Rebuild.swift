@@ -44,7 +44,7 @@ extension LogAccess {
         do {
             consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)")
+            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
         }
         defer { consumer.close() }
         let count: Int
@@ -154,7 +154,15 @@ public final class Rebuilder {
         let reader = ShardReader(directory: dir)
         let topic = request.topic
         options.catchUpTargets = { try reader.offsets(topic: topic).mapValues(\.nextOffset) }
-        let summary = try buildStaging(options, shouldStop: shouldStop, progress: progress)
+        let summary: ProjectorSummary
+        do {
+            summary = try buildStaging(options, shouldStop: shouldStop, progress: progress)
+        } catch let error as ProjectorError where error.kind == .storage {
+            throw error.storageFault(in: """
+                the live projection is untouched. The staged generation \(stagingPath) keeps what it wrote, and the space: rerun \
+                the same command once there is room to carry on, or remove it (rm -r \(stagingPath)) to give the space back.
+                """)
+        }
         guard summary.caughtUp else {
             throw ProjectorError(kind: .interrupted, message: "stopped before the new shards caught up; the live projection is untouched and \(stagingPath) is kept: rerun the same command to carry on")
         }
@@ -283,5 +291,16 @@ struct Housekeeping {
             }
         }
         return removed
+    }
+}
+
+extension ProjectorError {
+    /// A storage fault met while building beside the live shards, told with what the builder
+    /// leaves behind (`situation`) instead of a projector's advice to restart.
+    func storageFault(in situation: String) -> ProjectorError {
+        var error = self
+        let reason = message.hasSuffix(Projector.storageAdvice) ? String(message.dropLast(Projector.storageAdvice.count)) : message
+        error.message = "\(reason.hasSuffix(".") ? String(reason.dropLast()) : reason); \(situation)"
+        return error
     }
 }

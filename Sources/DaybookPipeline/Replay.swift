@@ -74,8 +74,10 @@ public struct Replayer {
     ///   - note: hears what planning tells without stopping (see `ReplayNote`).
     /// - Throws: `ProjectorError`: `.badRequest` for a partition the topic does not have or
     ///   a start before the log's first offset; `.logMismatch` when the log is not the
-    ///   shards' (`LiveLogCheck`); `.kafka` when the cluster does not answer (also when
-    ///   `shouldStop` interrupts the wait); a `ShardError` or `DatabaseError` from the shards.
+    ///   shards' (`LiveLogCheck`); `.shard` with `.locked` while another process (a
+    ///   projector) holds a planned shard, which `run` would only meet later; `.kafka` when
+    ///   the cluster does not answer (also when `shouldStop` interrupts the wait); a
+    ///   `ShardError` or `DatabaseError` from the shards.
     public func plan(_ start: ReplayStart, partitions chosen: [Int32]?, shouldStop: () -> Bool = { false },
                      note: (ReplayNote) -> Void = { _ in }) throws -> [ReplayPlan] {
         let layout = try DataLayout.read(directory)
@@ -143,6 +145,11 @@ public struct Replayer {
             // The projector's own check of a shard against its log (a partition without a
             // shard needs offset 0).
             try LiveLogCheck.checkOffset(path: path, next: shardOffset, tp: tp, low: low, high: high)
+            // One writer per shard: a replay beside a running projector would only fail later.
+            if Shard.isHeld(path) {
+                throw ProjectorError(kind: .shard, message: "\(path): another projector holds this shard; stop it first",
+                                     shardKind: .locked, shardDetail: .held(path: path, waited: .zero))
+            }
             let wanted = asked[p] ?? shardOffset
             try Projector.checkRereadStart(wanted, tp: tp, low: low)
             if wanted > shardOffset { note(.startAboveShard(tp, asked: wanted, shardOffset: shardOffset)) }

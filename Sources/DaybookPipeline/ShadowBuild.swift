@@ -74,7 +74,15 @@ public final class ShadowBuild {
             options.cacheBytes = request.cacheBytes
             options.connectTimeout = request.connectTimeout
             options.forwardDeadLetters = false
-            let built = try build(options, shouldStop: shouldStop, progress: progress)
+            let built: ProjectorSummary
+            do {
+                built = try build(options, shouldStop: shouldStop, progress: progress)
+            } catch let error as ProjectorError where error.kind == .storage {
+                throw error.storageFault(in: """
+                    nothing live was changed, and the temporary projection \(temporary) is removed as this ends (it needs about \
+                    as much space as the live shards of the partitions compared): make room, then run it again.
+                    """)
+            }
             guard built.caughtUp else {
                 throw ProjectorError(kind: .interrupted, message: "stopped before the temporary projection reached the live offsets; the comparison is incomplete")
             }

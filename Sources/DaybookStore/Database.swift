@@ -89,8 +89,13 @@ public final class Database {
             }
             close(fd)
         }
-        let flags = readOnly ? SQLITE_OPEN_READONLY : create ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READWRITE
-        let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        var flags = readOnly ? SQLITE_OPEN_READONLY : create ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READWRITE
+        var name = path
+        if readOnly, Database.opensImmutable(path) {
+            name = Database.immutableURI(path)
+            flags |= SQLITE_OPEN_URI
+        }
+        let rc = sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(handle)
@@ -104,6 +109,36 @@ public final class Database {
             try execute("PRAGMA synchronous=NORMAL")
         }
         try execute("PRAGMA foreign_keys=ON")
+    }
+
+    /// Whether a read-only open must be an immutable one: a WAL database in a directory this
+    /// process cannot write (read-only media, a snapshot) cannot get the `-shm` file a
+    /// reader needs, so SQLite says "unable to open database file". Only a cleanly closed
+    /// database (no `-wal`, no `-shm` left) is opened immutable: nobody can be writing it,
+    /// since a writer would need that directory too. Anything else opens as before.
+    static func readsImmutable(directoryWritable: Bool, walExists: Bool, shmExists: Bool) -> Bool {
+        !directoryWritable && !walExists && !shmExists
+    }
+
+    /// `readsImmutable` for the file at `path`, as the system answers now.
+    static func opensImmutable(_ path: String) -> Bool {
+        let directory = (path as NSString).deletingLastPathComponent
+        return readsImmutable(directoryWritable: access(directory.isEmpty ? "." : directory, W_OK) == 0,
+                              walExists: access(path + "-wal", F_OK) == 0, shmExists: access(path + "-shm", F_OK) == 0)
+    }
+
+    /// `file:PATH?immutable=1`, the path percent-encoded where a URI would misread it.
+    static func immutableURI(_ path: String) -> String {
+        var encoded = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0..<0x21, 0x7F...:
+                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            default:
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return "file:" + encoded + "?immutable=1"
     }
 
     deinit {
@@ -322,4 +357,8 @@ public final class Statement {
         guard let p = sqlite3_column_blob(raw, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, column))))
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

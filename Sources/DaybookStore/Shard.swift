@@ -287,6 +287,15 @@ public final class Shard {
         return fd
     }
 
+    /// True when another process holds the lock of the shard at `path` (a projector or a
+    /// replay writes it). Creates nothing: a shard never opened has no lock file, and no holder.
+    public static func isHeld(_ path: String) -> Bool {
+        let fd = open(path + ".lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) } // also lets go of the lock taken here, at once
+        return flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
+    }
+
     private func checkFingerprint(_ fingerprint: String) throws {
         let read = try database.statement("SELECT value FROM meta WHERE key = 'priority'")
         if let stored = try read.firstRow({ $0.text(0) }) {

@@ -20,7 +20,7 @@ enum ImportCommand: Subcommand {
         OptionSpec(name: "--user", value: "U", help: "The Daybook user the export belongs to (required)."),
         OptionSpec(name: "--zone", value: "Z", help: "IANA zone of records without HKTimeZone metadata (required if there are any)."),
         OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable).", repeatable: true),
-        OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete) instead of standard output."),
+        OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete; a symlink's target is, the link stays; a FIFO or device is written through) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
         OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
         OptionSpec(name: "--config", value: "FILE", help: "With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
@@ -55,8 +55,12 @@ enum ImportCommand: Subcommand {
     Progress (records/s, bytes read of the total) and a summary (records per type and
     source, what was skipped and why, zones used, time span) go to standard error. With
     --out or --brokers nothing is written or published unless the whole file was read:
-    --out is written as OUT.tmp-PID beside OUT and renamed over it at the end (--out may
-    not name FILE itself, through a symlink either); --brokers stages the events in
+    --out is written as OUT.tmp-PID beside OUT and renamed over it at the end (a symlink
+    is followed deliberately: its target is replaced, the link stays; a FIFO or character
+    device, /dev/stdout on a pipe, is written through as standard output is, never
+    replaced; a directory, a link to nothing or a block device is refused, 64; --out may
+    not name FILE itself, through a symlink either, nor standard input's file with FILE
+    -); --brokers stages the events in
     $TMPDIR/daybook-UID/daybook-import.tmp-PID (about 330 bytes each) and then publishes
     them as 'daybook publish' does, waiting for every delivery report. Staging left by a
     run that was killed (kill -9) is removed by the next import.
@@ -104,7 +108,10 @@ enum ImportCommand: Subcommand {
 
     private enum Destination {
         case standardOutput
+        /// A regular file (a link's target), replaced once the whole export was read.
         case file(String)
+        /// A FIFO or character device, written as standard output is.
+        case stream(String)
         case kafka(DaybookConfiguration, Duration, topic: String)
     }
 
@@ -133,10 +140,12 @@ enum ImportCommand: Subcommand {
         let destination: Destination
         if let out = arguments.value("--out") {
             guard !publishing else { throw CLIError.usage("give --out or --brokers, not both") }
-            if path != "-", Self.sameFile(out, path) {
-                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(TerminalText.escaped(path))): writing it would replace the export; give --out another file")
+            // Standard input may be the export too (`- --out e.xml < e.xml`): compared by descriptor.
+            if path == "-" ? Self.sameFile(out, descriptor: 0) : Self.sameFile(out, path) {
+                let input = path == "-" ? "standard input" : TerminalText.escaped(path)
+                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(input)): writing it would replace the export; give --out another file")
             }
-            destination = .file(out)
+            destination = try output(out)
         } else if publishing {
             let (config, timeout) = try KafkaOptions.load(arguments, command: "import")
             destination = .kafka(config, timeout, topic: try arguments.topic(default: "health-samples"))
@@ -155,6 +164,7 @@ enum ImportCommand: Subcommand {
         switch destination {
         case .standardOutput: sink = LineSink(fd: 1, path: "standard output")
         case .file(let out): sink = try LineSink.temporary(beside: out)
+        case .stream(let out): sink = try LineSink.stream(out)
         case .kafka:
             let dir = try ScratchDirectory(prefix: "daybook-import")
             scratch = dir
@@ -175,7 +185,7 @@ enum ImportCommand: Subcommand {
             progress.finish()
             let undone: String
             switch destination {
-            case .standardOutput: undone = "the events so far were written"
+            case .standardOutput, .stream: undone = "the events so far were written"
             case .file: undone = "nothing was written"
             case .kafka: undone = "nothing was published"
             }
@@ -184,7 +194,7 @@ enum ImportCommand: Subcommand {
             progress.finish()
             let partial: String
             switch destination {
-            case .standardOutput:
+            case .standardOutput, .stream:
                 try? sink.flush()
                 partial = "the \(importer.summary.events) events before it were written"
             case .file: partial = "nothing was written"
@@ -207,7 +217,7 @@ enum ImportCommand: Subcommand {
             let known = summary.missingZone + summary.events + summary.rejectedCount
             let output: String
             switch destination {
-            case .standardOutput: output = "the output stops before line \(summary.firstMissingZoneLine ?? 0) of the export"
+            case .standardOutput, .stream: output = "the output stops before line \(summary.firstMissingZoneLine ?? 0) of the export"
             case .file: output = "nothing was written"
             case .kafka: output = "nothing was published"
             }
@@ -225,6 +235,10 @@ enum ImportCommand: Subcommand {
         case .file(let out):
             try sink.commit(to: out)
             committed = true
+            printError(TerminalText.escaped(summary.render(destination: "written to \(out)", names: ImportCommand.optionNames), keepingNewlines: true))
+            printError("import: \(rate)")
+        case .stream(let out):
+            try sink.close()
             printError(TerminalText.escaped(summary.render(destination: "written to \(out)", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
         case .kafka(let config, let timeout, let topic):
@@ -247,10 +261,32 @@ enum ImportCommand: Subcommand {
         return status
     }
 
+    /// How `--out` is written: a regular file replaced whole (a symlink's target, the link
+    /// kept), a FIFO or character device written through; anything else refused (64).
+    private static func output(_ out: String) throws -> Destination {
+        do {
+            switch try OutputPath.resolve(out) {
+            case .replace(let file): return .file(file)
+            case .stream(let path): return .stream(path)
+            }
+        } catch {
+            if case .system = error.kind { throw CLIError(code: ExitCode.ioError, message: "--out \(TerminalText.escaped(error.description))") }
+            throw CLIError.usage("--out \(TerminalText.escaped(error.description))")
+        }
+    }
+
     /// True when both paths name one existing file (through symlinks, or hard links).
     static func sameFile(_ a: String, _ b: String) -> Bool {
         var x = stat(), y = stat()
         guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
+        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
+    }
+
+    /// True when `path` names the regular file `descriptor` reads (standard input's file; a
+    /// terminal, pipe or /dev/null read and written at once loses nothing).
+    static func sameFile(_ path: String, descriptor: Int32) -> Bool {
+        var x = stat(), y = stat()
+        guard stat(path, &x) == 0, fstat(descriptor, &y) == 0, (y.st_mode & S_IFMT) == S_IFREG else { return false }
         return x.st_dev == y.st_dev && x.st_ino == y.st_ino
     }
 
@@ -263,7 +299,14 @@ enum ImportCommand: Subcommand {
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
         let days = try arguments.integer("--days", default: 730, in: 1...36_500)
         let sink: LineSink
-        if let out = arguments.value("--out") { sink = try LineSink.temporary(beside: out) } else { sink = LineSink(fd: 1, path: "standard output") }
+        var replaced: String? // the file renamed over at the end
+        switch try arguments.value("--out").map(output) {
+        case .file(let file)?:
+            sink = try LineSink.temporary(beside: file)
+            replaced = file
+        case .stream(let path)?: sink = try LineSink.stream(path)
+        default: sink = LineSink(fd: 1, path: "standard output")
+        }
         defer { if let temporary = sink.temporaryPath { unlink(temporary) } }
         // 2022-01-01T00:00:00Z: the records span winter and summer, printed at +0200 throughout.
         var generator = ExportGenerator(seed: UInt64(seed), start: 1_640_995_200, days: days)
@@ -284,7 +327,7 @@ enum ImportCommand: Subcommand {
         written += generator.footer.utf8.count
         try sink.flush()
         progress.finish()
-        if let out = arguments.value("--out") { try sink.commit(to: out) }
+        if let replaced { try sink.commit(to: replaced) } else { try sink.close() }
         printError("generate: \(NumberText.grouped(records)) records, \(ImportCommand.megabytes(written)); import it with --zone \(generator.defaultZone)")
         return ExitCode.ok
     }
@@ -308,6 +351,13 @@ final class LineSink {
 
     static func create(_ path: String) throws -> LineSink {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
+        return LineSink(fd: fd, path: path)
+    }
+
+    /// A FIFO or character device at `path`, opened for writing as it is (never created).
+    static func stream(_ path: String) throws -> LineSink {
+        let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
         return LineSink(fd: fd, path: path)
     }

@@ -88,7 +88,8 @@ enum ProjectCommand: Subcommand {
     EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only; also
     a --metrics-file that cannot be written at start): fix it and restart; 75 a shard is
     held by another projector (exits at once); 76 the log does not hold what a shard
-    needs (gap, recreated topic, other cluster); 78 bad configuration, or a shard built
+    needs (gap, recreated topic, other cluster, a shard of a partition the topic does
+    not have); 78 bad configuration, or a shard built
     under another source priority (rebuild into a new --data); 65 a file in DIR is not a
     shard (damaged or foreign: move it away, it is rebuilt); 66 the directory of
     --metrics-file is missing; 69 Kafka unreachable within --connect-timeout, or the

@@ -149,7 +149,7 @@ enum VerifyCommand: Subcommand {
     the log does not hold what is needed, or is not the live shards' (another cluster,
     fewer partitions, a log that ends before a shard's offset: checked before the
     build); 78 --config's priority is not the shards'
-    (shards without a manifest).
+    (shards without a manifest), or a Kafka property librdkafka refuses.
 
     EXAMPLE:
       daybook verify --brokers localhost:9092 --data /var/lib/daybook

@@ -61,8 +61,9 @@ enum ReplayCommand: Subcommand {
     ONE WRITER PER SHARD. replay writes the live shards: stop the projector for those
     partitions first. A shard's samples, rows and offset are written together, in one
     transaction, by the one process holding its lock; while a projector holds it replay
-    exits 75 at once and changes nothing. --dry-run only reads, beside a running projector
-    too. Start the projector again afterwards: it goes on from the shards' offsets.
+    exits 75 at once, before printing a plan, and changes nothing; --dry-run too (it only
+    reads, but its plan could not be carried out). Start the projector again afterwards:
+    it goes on from the shards' offsets.
 
     Progress (events/s, lag counted from the re-read position, ETA) as for 'project'.
     SIGINT/SIGTERM stop after the batch in hand; run replay again to finish.
@@ -71,7 +72,7 @@ enum ReplayCommand: Subcommand {
     --from-offset/--from-time/--by-duration, a malformed value, a partition the topic does
     not have, a start before the log's first offset); 66 DIR missing; 65 a file in DIR is
     not a shard; 69 Kafka unreachable within --connect-timeout, or the topic is missing;
-    74 storage failure; 75 a shard is held by a running projector: stop it first; 76 the
+    74 storage failure; 75 a shard is held by a running projector (--dry-run too): stop it first; 76 the
     log does not hold what a shard needs (gap, recreated topic, other cluster, fewer
     partitions than the shards; --dry-run checks it too); 78 bad
     configuration, or shards built under another source priority.
@@ -140,6 +141,9 @@ enum ReplayCommand: Subcommand {
         }
     }
 
+    /// What follows a shard held by another process.
+    static let stopTheProjector = "replay writes the live shards, and a shard has one writer: stop the projector for these partitions first, then run replay again (nothing was re-read or applied)."
+
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("replay takes no positional arguments") }
         guard let data = arguments.value("--data") else { throw CLIError.usage("replay needs --data DIR (the live shards, as given to project)") }
@@ -162,6 +166,10 @@ enum ReplayCommand: Subcommand {
             plans = try replayer.plan(start, partitions: chosen, shouldStop: { Shutdown.isRequested }) { printError(describe($0)) }
         } catch let error as ProjectorError where error.kind == .badRequest && error.partition != nil {
             throw CLIError.usage("--partition \(error.partition ?? 0): \(error.message)")
+        } catch let error as ProjectorError where error.shardKind == .locked {
+            var failure = CLIError(error)
+            failure.message += "\n" + stopTheProjector
+            throw failure
         }
         if dryRun {
             var out = OutputBuffer()
@@ -184,7 +192,7 @@ enum ReplayCommand: Subcommand {
             var failure = CLIError(error)
             if let e = error as? ProjectorError, e.shardKind == .locked {
                 // Shards are locked when opened, before anything is read.
-                failure.message += "\nreplay writes the live shards, and a shard has one writer: stop the projector for these partitions first, then run replay again (nothing was re-read or applied)."
+                failure.message += "\n" + stopTheProjector
             }
             throw failure
         }

@@ -38,10 +38,12 @@ import Testing
         let cases: [(String, EventError.Code, String)] = [
             ("-1", .badVersion, "-1 is not a version"),
             ("1.5", .badVersion, "1.5 is not a version"),
-            ("1e3", .badVersion, "1000 is not a version"),
-            ("2.0", .badVersion, "2 is not a version"),
-            ("9223372036854775808", .badVersion, "is not a version"),
-            ("99999999999999999999999", .badVersion, "is not a version"),
+            // Echoed as written, not as the Double the literal became ("1000", "9.223372036854776e+18", "0").
+            ("1e3", .badVersion, ": 1e3 is not a version"),
+            ("2.0", .badVersion, ": 2.0 is not a version"),
+            ("-0", .badVersion, ": -0 is not a version"),
+            ("9223372036854775808", .badVersion, ": 9223372036854775808 is not a version"),
+            ("99999999999999999999999", .badVersion, ": 99999999999999999999999 is not a version"),
             (#""3""#, .wrongType, #"must be an integer from 0 to 9223372036854775807, got "3""#),
             ("true", .wrongType, "got true"),
         ]
@@ -52,8 +54,23 @@ import Testing
             } catch {
                 #expect(error.code == code, "\(text)")
                 #expect(error.field == "sample.version", "\(text)")
-                #expect(error.message.contains(message), "\(text): \(error.message)")
+                #expect(("sample.version: " + error.message).contains(message), "\(text): \(error.message)")
             }
+        }
+    }
+
+    @Test func bothReadersWordABadVersionByteForByteAlike() {
+        for text in ["-0", "1e3", "9223372036854775808", "1.50", "-1"] {
+            let words = [false, true].map { general -> String in
+                do {
+                    _ = try decoder.decode(line(version: text, escapeUser: general))
+                    return "accepted"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(words[0] == words[1], "\(text)")
+            #expect(words[0].contains("\(text) is not a version"), "\(words[0])")
         }
     }
 

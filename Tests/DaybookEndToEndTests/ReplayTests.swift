@@ -210,7 +210,7 @@ import Testing
 
     // MARK: (d) exit codes
 
-    @Test func aRunningProjectorMakesReplayExit75() throws {
+    @Test func aRunningProjectorMakesReplayAndItsDryRunExit75BeforeAPlan() throws {
         let broker = try BrokerProcess(arguments: ["--partitions", "2"])
         defer { _ = broker.stop() }
         try publish(HardeningTests.goodPair, to: broker)
@@ -224,9 +224,13 @@ import Testing
         #expect(r.status == 75, "\(r.stderr)")
         #expect(r.stderr.contains("another projector holds this shard") && r.stderr.contains("stop the projector for these partitions first"), "\(r.stderr)")
         #expect(r.seconds < 20)
-        // A dry run only reads: it works beside the projector.
-        let dry = try HardeningTests.runWithin(30, ["replay", "--brokers", broker.bootstrap, "--data", dir, "--from-offset", "0", "--dry-run"])
-        #expect(dry.status == 0, "\(dry.stderr)")
+        // Refused before it says what it would re-read ("nothing was re-read" after a plan read as if it had started).
+        #expect(!r.stderr.contains("re-reading offsets"), "\(r.stderr)")
+        // A dry run only reads, but its plan could not be carried out: refused the same way.
+        let dry = try Daybook.run(["replay", "--brokers", broker.bootstrap, "--data", dir, "--from-offset", "0", "--dry-run", "--connect-timeout", "20"])
+        #expect(dry.status == 75, "\(dry.stderr)")
+        #expect(dry.stdout.isEmpty, "\(dry.stdout)")
+        #expect(dry.stderr.contains("another projector holds this shard") && dry.stderr.contains("stop the projector for these partitions first"), "\(dry.stderr)")
     }
 
     @Test func usageErrorsExit64AndAMissingDataDirectory66() throws {

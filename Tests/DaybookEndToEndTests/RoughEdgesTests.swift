@@ -49,8 +49,12 @@ import Testing
     // MARK: 2. Exit codes
 
     /// A projected one-partition log in a fresh data directory, and its broker.
-    func projected() throws -> (broker: BrokerProcess, data: String) {
-        let broker = try BrokerProcess(arguments: ["--partitions", "1"])
+    func projected() throws -> (broker: BrokerProcess, data: String) { try Self.projected(in: scratch) }
+
+    /// `oneSample` published to a new broker of `partitions` partitions and projected into a
+    /// fresh data directory in `scratch`.
+    static func projected(partitions: Int = 1, in scratch: TemporaryDirectory) throws -> (broker: BrokerProcess, data: String) {
+        let broker = try BrokerProcess(arguments: ["--partitions", "\(partitions)"])
         #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(Self.oneSample)]).status == 0)
         let data = scratch.newPath("data")
         let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])

@@ -144,8 +144,15 @@ import Testing
         let dir = rig.dataDirectory()
         try rig.project(into: dir)
         let path = try PipelineRig.shard(dir, partition: 0)
+        let plans = try replayer(rig, dir).plan(.offset(0), partitions: nil)
         let held = try Shard(path: path, topic: PipelineRig.topic, partition: 0, fingerprint: SourcePriority.builtIn.fingerprint, lockTimeout: .zero)
-        let plans = try replayer(rig, dir).plan(.offset(0), partitions: nil) // reading only: fine beside it
+        // Planning refuses a held shard, as the run would: a plan it could not carry out.
+        #expect {
+            try replayer(rig, dir).plan(.offset(0), partitions: nil)
+        } throws: { error in
+            (error as? ProjectorError)?.shardKind == .locked
+        }
+        // A plan made before the shard was taken is refused by the run, before anything is read.
         #expect {
             try replayer(rig, dir).run(plans)
         } throws: { error in
