@@ -74,7 +74,8 @@ public struct SyncBatch: Sendable {
             let damaged: Result<JSONValue, JSONSyntaxError> = copy.withUTF8 { b in Result { () throws(JSONSyntaxError) in try JSONParser.parse(b, exactIntegers: &none) } }
             var anchor: String?
             if case .success(.object(let members)) = damaged { anchor = Self.anchor(members["anchor"]) }
-            return .failure(Rejection(anchor: anchor, field: nil, reason: "not valid JSON: \(error); nothing of the batch was published"))
+            // The member the fault is in, when there is one (`user` given twice, a name that is not UTF-8).
+            return .failure(Rejection(anchor: anchor, field: error.path, reason: "not valid JSON: \(error); nothing of the batch was published"))
         }
         guard let anchor = Self.anchor(batch["anchor"]) else {
             return .failure(Rejection(anchor: nil, field: "anchor", reason: "missing, or not a number or a string without spaces"))

@@ -289,7 +289,7 @@ enum DLQCommand: Subcommand {
             if let failure = outcome.failed[n] {
                 let reason = switch failure {
                 case .tooLarge: "the event is larger than the cluster accepts (message.max.bytes)"
-                case .notDelivered(let e): e.kafkaError.map { "\($0)" } ?? e.message
+                case .notDelivered(let e): e.kafkaError.map { "\($0)" } ?? (e.message.hasPrefix("not delivered: ") ? String(e.message.dropFirst("not delivered: ".count)) : e.message)
                 }
                 printError("\(c.id): not delivered: \(TerminalText.escaped(reason)) (still pending: replay again)")
             } else if let position = outcome.landed[n] {

@@ -31,7 +31,7 @@ import Testing
         for (byte, anchor) in [(UInt8(0xFF), "6"), (0xFE, "7")] {
             let line = Array(#"{"user":"bo"#.utf8) + [byte] + Array(#"b","anchor":"\#(anchor)","added":[\#(Self.sample("x1", 9, 100))]}"#.utf8)
             let r = try #require(Self.rejection(Self.decode(line)))
-            #expect(r.anchor == anchor && r.field == nil)
+            #expect(r.anchor == anchor && r.field == "user")
             #expect(r.reason.contains("not valid UTF-8") && r.reason.contains("nothing of the batch was published"), "\(r)")
         }
     }
@@ -67,6 +67,12 @@ import Testing
         #expect(r.anchor == "3" && r.description == "added[1].value: -5 is negative; steps is cumulative and cannot go down", "\(r)")
         #expect(Self.rejection(Self.decode(#"{"user":"cy","added":[]}"#))?.field == "anchor")
         #expect(Self.rejection(Self.decode(#"{"user":"cy","anchor":"a b"}"#))?.field == "anchor")
+    }
+
+    /// Issue 25, item 12: a second "user" is named, not "not a JSON object".
+    @Test func aDuplicateUserKeyIsNamed() throws {
+        let r = try #require(Self.rejection(Self.decode(#"{"user":"ana","user":"bo","anchor":"5","deleted":["x"]}"#)))
+        #expect(r.field == "user" && r.description.hasPrefix("user: not valid JSON: appears twice in one object"), "\(r)")
     }
 
     @Test func controlCharactersInAnAnchorAreEscapedInAnswers() {
