@@ -88,6 +88,27 @@ final class BrokerProcess {
         #expect(broker.stop() == 0)
     }
 
+    /// Issue 25, item 2, for `publish`: users `bo\xFFb` and `bo\xFEb` are refused by line
+    /// (a reader that replaced the bytes would publish both as `bo\u{FFFD}b`); the valid line
+    /// between them is published.
+    @Test func bytesThatAreNotUTF8AreRejectedNeverMergedIntoOneUser() throws {
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        func line(_ user: [UInt8], _ uuid: String) -> [UInt8] {
+            Array(#"{"type":"sample-deleted","user":""#.utf8) + user + Array(#"","uuid":"\#(uuid)"}"#.utf8) + [10]
+        }
+        let bytes = line(Array("bo".utf8) + [0xFF] + Array("b".utf8), "x1") + line(Array("ana".utf8), "a1") + line(Array("bo".utf8) + [0xFE] + Array("b".utf8), "x2")
+        let path = scratch.path + "/not-utf8.jsonl"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try Daybook.run(["publish", "--brokers", broker.bootstrap, path])
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("line 1: user: not valid UTF-8: byte 0xFF"), "\(r.stderr)")
+        #expect(r.stderr.contains("line 3: user: not valid UTF-8: byte 0xFE"), "\(r.stderr)")
+        #expect(r.stderr.contains("read 3, published 1, rejected 2, failed 0"), "\(r.stderr)")
+        let keys = try broker.read("health-samples", partitions: 2, count: 3).map { String(decoding: $0.key, as: UTF8.self) }
+        #expect(keys == ["ana"], "only ana's line was published")
+        #expect(broker.stop() == 0)
+    }
+
     @Test func undeliverableLinesExit69AndAreNamed() throws {
         let config = try scratch.file(#"{"kafka":{"producer":{"message.timeout.ms":1500}}}"#)
         let events = try scratch.file("""
