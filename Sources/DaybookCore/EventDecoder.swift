@@ -90,8 +90,9 @@ public struct EventDecoder: Sendable {
     }
 
     /// Decodes like `decode(_:exactIntegers:)`; a bad version is echoed from `numberTexts`
-    /// (literals as written, by path) where it has one.
-    func decode(_ json: JSONValue, exactIntegers: [String: Int64], numberTexts: [String: String]) throws(EventError) -> Event {
+    /// (literals as written, by path, as `JSONParser.parse(_:exactIntegers:numberTexts:)`
+    /// gives them) where it has one, so the words match those of `decode(_:)` on the bytes.
+    public func decode(_ json: JSONValue, exactIntegers: [String: Int64], numberTexts: [String: String]) throws(EventError) -> Event {
         guard case .object = json else {
             throw EventError(code: .wrongType, field: nil, message: "an event must be a JSON object, got \(json.summary)")
         }

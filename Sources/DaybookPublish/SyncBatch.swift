@@ -61,7 +61,10 @@ public struct SyncBatch: Sendable {
     ///   - maximumMessageBytes: the largest event message the cluster accepts.
     public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, maximumMessageBytes: Int = defaultMaximumMessageBytes) -> Result<SyncBatch, Rejection> {
         var integers: [String: Int64]? = [:]
-        let parsed: Result<JSONValue, JSONSyntaxError> = Result { () throws(JSONSyntaxError) in try JSONParser.parse(bytes, exactIntegers: &integers) }
+        var texts: [String: String]? = [:]
+        let parsed: Result<JSONValue, JSONSyntaxError> = Result { () throws(JSONSyntaxError) in
+            try JSONParser.parse(bytes, exactIntegers: &integers, numberTexts: &texts)
+        }
         let batch: [String: JSONValue]
         switch parsed {
         case .success(.object(let members)): batch = members
@@ -90,10 +93,11 @@ public struct SyncBatch: Sendable {
         case .array(let samples):
             for (i, sample) in samples.enumerated() {
                 let event = JSONValue.object(["type": .string("sample-added"), "user": .string(user), "sample": sample])
-                var exact: [String: Int64] = [:]
+                var exact: [String: Int64] = [:], written: [String: String] = [:]
                 if let version = integers?["added[\(i)].version"] { exact["sample.version"] = version }
+                if let text = texts?["added[\(i)].version"] { written["sample.version"] = text }
                 do {
-                    events.append(try decoder.decode(event, exactIntegers: exact))
+                    events.append(try decoder.decode(event, exactIntegers: exact, numberTexts: written))
                     fields.append("added[\(i)]")
                 } catch {
                     return .failure(Rejection(anchor: anchor, field: phoneField(error.field, index: i, list: "added"), reason: error.message))

@@ -75,6 +75,12 @@ import Testing
         #expect(r.field == "user" && r.description.hasPrefix("user: not valid JSON: appears twice in one object"), "\(r)")
     }
 
+    @Test func aBadVersionIsEchoedAsThePhoneWroteIt() throws {
+        let sample = Self.sample("a", 9, 1).replacingOccurrences(of: #""zone""#, with: #""version":9223372036854775808,"zone""#)
+        let r = try #require(Self.rejection(Self.decode(#"{"user":"cy","anchor":"1","added":[\#(sample)]}"#)))
+        #expect(r.field == "added[0].version" && r.reason.hasPrefix("9223372036854775808 is not a version"), "\(r)")
+    }
+
     @Test func controlCharactersInAnAnchorAreEscapedInAnswers() {
         #expect(SyncBatch.escapedAnchor("1\u{1B}[2J\r\n") == "1\\u{1B}[2J\\u{D}\\u{A}")
         #expect(SyncBatch.escapedAnchor("é-17") == "é-17")

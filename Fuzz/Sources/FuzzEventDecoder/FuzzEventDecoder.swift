@@ -42,8 +42,9 @@ func decodeBothWays(_ bytes: UnsafeBufferPointer<UInt8>) -> Event? {
     let production = Result { () throws(EventError) in try decoder.decode(bytes) }
     let tree: Result<Event, EventError>?
     var integers: [String: Int64]? = [:]
-    switch Result(catching: { () throws(JSONSyntaxError) in try JSONParser.parse(bytes, exactIntegers: &integers) }) {
-    case .success(let json): tree = Result { () throws(EventError) in try decoder.decode(json, exactIntegers: integers ?? [:]) }
+    var texts: [String: String]? = [:]
+    switch Result(catching: { () throws(JSONSyntaxError) in try JSONParser.parse(bytes, exactIntegers: &integers, numberTexts: &texts) }) {
+    case .success(let json): tree = Result { () throws(EventError) in try decoder.decode(json, exactIntegers: integers ?? [:], numberTexts: texts ?? [:]) }
     case .failure: tree = nil
     }
     switch (production, tree) {
