@@ -227,9 +227,17 @@ public final class EventPublisher {
             }
             lines.append((event.user, bytes))
         }
+        return try publish(validatedLines: lines)
+    }
+
+    /// Sends lines already accepted by `EventDecoder` as events of their users (a
+    /// `SyncBatch`'s), unchanged, and waits for every outcome, as `publish(_:)` does after
+    /// its validation.
+    /// - Throws: as `publish(_:)`, except `.invalidEvent`.
+    public func publish(validatedLines lines: [(user: String, bytes: [UInt8])]) throws(PublishError) -> [Outcome] {
         try connect()
         try flush()
-        accounts.batch = Array(repeating: nil, count: events.count)
+        accounts.batch = Array(repeating: nil, count: lines.count)
         defer { accounts.batch = nil }
         for (index, line) in lines.enumerated() {
             do {

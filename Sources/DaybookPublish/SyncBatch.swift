@@ -175,7 +175,8 @@ public struct SyncBatch: Sendable {
         guard !events.isEmpty else { return .accepted(events: 0, partition: nil, offsets: nil) }
         let outcomes: [EventPublisher.Outcome]
         do {
-            outcomes = try publisher.publish(events)
+            // The lines `decode` checked, as they are: not encoded and validated again.
+            outcomes = try publisher.publish(validatedLines: lines.map { (user, $0) })
         } catch {
             return .undelivered(error)
         }
