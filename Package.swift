@@ -66,7 +66,7 @@ let package = Package(
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
-        .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),

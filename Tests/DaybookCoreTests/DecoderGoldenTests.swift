@@ -115,6 +115,17 @@ import Testing
         for (g, w) in zip(got, want) where g != w {
             Issue.record("answer changed:\n  recorded \(w)\n  now      \(g)")
         }
+        // The direct path (bytes straight to an event) answers the usual lines, and only with
+        // the event the JSON tree gives.
+        var direct = 0
+        for input in inputs {
+            guard let event = input.bytes.withUnsafeBufferPointer({ FastEventReader.event($0) }) else { continue }
+            direct += 1
+            var integers: [String: Int64]? = [:]
+            let tree = try input.bytes.withUnsafeBufferPointer { try JSONParser.parse($0, exactIntegers: &integers) }
+            #expect(try EventDecoder().decode(tree, exactIntegers: integers ?? [:]) == event, "\(input.name)")
+        }
+        #expect(direct >= 80, "only \(direct) inputs took the direct path")
         // The grid is not vacuous: it holds both answers and many kinds of fault.
         let codes = Set(got.compactMap { $0.split(separator: " ").dropFirst().first == "error" ? $0.split(separator: " ")[2] : nil })
         #expect(got.filter { $0.split(separator: " ").dropFirst().first == "ok" }.count >= 20)
