@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The hot path's modules (decode, ledger, store, projection) are built without the runtime
+/// exclusivity checks in release builds: under callgrind they cost ~3k instructions per
+/// event (BENCHMARKS.md). Debug builds, which every test runs, keep the checks, so a
+/// conflicting access still traps there; the compile-time checks apply to every build.
+let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "Daybook",
     products: [
@@ -20,7 +26,7 @@ let package = Package(
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
         // policy (page-fraction overrides), the totals day rules (a row, no data, unknown). No I/O.
-        .target(name: "DaybookCore"),
+        .target(name: "DaybookCore", swiftSettings: hotPath),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         // Producer, consumer, admin and the embedded (mock-cluster) broker, in Swift types.
@@ -38,12 +44,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition): totals' day
         // blocks and freshness readings over every shard.
-        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
+        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"], swiftSettings: hotPath),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too; and
         // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
         // report's Prometheus series (StaleMetrics).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"], swiftSettings: hotPath),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore"]),

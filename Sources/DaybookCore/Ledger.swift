@@ -85,6 +85,19 @@ public final class Ledger {
         try store.reading { try load(for: events, from: store) }
     }
 
+    /// A staged batch as a projection holds it: each event with its log position and Kafka
+    /// timestamp (`ShardProjection.apply`).
+    public typealias Staged = (event: Event, position: Int64, deliveredAt: Instant?)
+
+    /// `load(for:)` of a staged batch. Concrete, so that the walk over its events is
+    /// specialised here: called across modules, the generic one walks any collection through
+    /// witness tables, one unspecialised `next()` per event.
+    public func load(forStaged events: [Staged]) throws {
+        guard let store else { return }
+        clock += 1
+        try store.reading { try load(for: events.lazy.map(\.event), from: store) }
+    }
+
     private func load(for events: some Collection<Event>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         var unknown: [String: Set<String>] = [:]

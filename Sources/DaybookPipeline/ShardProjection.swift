@@ -76,7 +76,7 @@ public final class ShardProjection {
         batch.deadLetters = deadLetters
         let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
         do {
-            try ledger.load(for: events.lazy.map(\.event))
+            try ledger.load(forStaged: events)
         } catch {
             fail()
             throw error
