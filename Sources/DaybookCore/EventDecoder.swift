@@ -68,9 +68,16 @@ public struct EventDecoder: Sendable {
     }
 
     public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(EventError) -> Event {
+        var zones = ZoneMemo()
+        return try decode(bytes, zones: &zones)
+    }
+
+    /// Decodes like `decode(_:)`, remembering in `zones` the zone names found valid, for
+    /// the next lines of the same stream (a partition's batch keeps one).
+    public func decode(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) throws(EventError) -> Event {
         // Well-formed events of the usual shape are read without building a tree; anything
         // else (including every invalid line) goes the general way, which names the fault.
-        if let event = FastEventReader.event(bytes) { return event }
+        if let event = FastEventReader.event(bytes, zones: &zones) { return event }
         if let fields = FastEventReader.read(bytes) { return try validate(fields) }
         let json: JSONValue
         var integers: [String: Int64]? = [:]

@@ -59,7 +59,7 @@ enum FastEventReader {
     /// Builds only what the event keeps: four Strings of a sample (user, uuid, source,
     /// zone), none for its type, metric, unit or times.
     /// Complexity: O(n) in the line length, one pass.
-    static func event(_ bytes: UnsafeBufferPointer<UInt8>) -> Event? {
+    static func event(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) -> Event? {
         var r = JSONParser.Reader(bytes: bytes)
         var type: UnsafeBufferPointer<UInt8>?, user: UnsafeBufferPointer<UInt8>?, uuid: UnsafeBufferPointer<UInt8>?
         var sample: Sample?
@@ -74,7 +74,7 @@ enum FastEventReader {
             }
             if key.is("sample") {
                 guard seen.first(4) else { return false }
-                sample = validSample(&r)
+                sample = validSample(&r, zones: &zones)
                 return sample != nil
             }
             return false
@@ -96,7 +96,7 @@ enum FastEventReader {
 
     /// A sample that passes every rule of `EventDecoder.validateSample`, computed as it
     /// computes it (same conversions, same bounds), with an empty user; nil otherwise.
-    private static func validSample(_ r: inout JSONParser.Reader) -> Sample? {
+    private static func validSample(_ r: inout JSONParser.Reader, zones: inout ZoneMemo) -> Sample? {
         var uuid: UnsafeBufferPointer<UInt8>?, metricName: UnsafeBufferPointer<UInt8>?, source: UnsafeBufferPointer<UInt8>?
         var start: UnsafeBufferPointer<UInt8>?, end: UnsafeBufferPointer<UInt8>?, unit: UnsafeBufferPointer<UInt8>?
         var zone: UnsafeBufferPointer<UInt8>?
@@ -135,7 +135,10 @@ enum FastEventReader {
         let converted = raw * factor
         guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
         let zoneName = String(decoding: zone, as: UTF8.self)
-        guard ZoneRules.named(zoneName) != nil else { return nil }
+        if !zones.contains(zone) {
+            guard ZoneRules.named(zoneName) != nil else { return nil }
+            zones.insert(zone)
+        }
         return Sample(user: "", uuid: String(decoding: uuid, as: UTF8.self), metric: metric, source: String(decoding: source, as: UTF8.self),
                       start: from, end: to, value: converted, zone: zoneName, version: version)
     }
@@ -297,5 +300,28 @@ enum FastEventReader {
     /// the general parser's: a line is never accepted here and malformed there.
     private static func skip(_ r: inout JSONParser.Reader, depth: Int) -> Bool {
         (try? r.value(depth: depth)) != nil
+    }
+}
+
+/// Zone names a decoder found valid lately (`ZoneRules.named`), as bytes: a stream of
+/// events names a handful of zones, so most lines skip the shared cache's lock and String
+/// hash. Holds at most 8; only ever names that `ZoneRules.named` accepted.
+public struct ZoneMemo: Sendable {
+    private var names: [[UInt8]] = []
+    private var next = 0
+
+    public init() {}
+
+    func contains(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        names.contains { $0.elementsEqual(name) }
+    }
+
+    mutating func insert(_ name: UnsafeBufferPointer<UInt8>) {
+        if names.count < 8 {
+            names.append(Array(name))
+        } else {
+            names[next] = Array(name)
+            next = (next + 1) % 8
+        }
     }
 }

@@ -112,6 +112,7 @@ final class PartitionWorker {
         let from = stagedEnd ?? min(rereadFrom ?? next, next)
         let messages = stopOffset.map { stop in messages.prefix { $0.offset < stop } } ?? messages
         let decoder = EventDecoder()
+        var zones = ZoneMemo()
         for message in messages {
             guard message.offset >= from else {
                 skipped += 1 // already in the shard or the batch (redelivered after a seek or rebalance)
@@ -124,7 +125,7 @@ final class PartitionWorker {
             // Decoded where librdkafka holds it: no copy of the payload.
             let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
-                : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes) } }
+                : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes, zones: &zones) } }
             switch decoded {
             case .failure(let error):
                 stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,

@@ -94,7 +94,10 @@ import Testing
     }
 
     static func answer(_ bytes: [UInt8]) -> String {
-        let result = bytes.withUnsafeBufferPointer { b in Result { () throws(EventError) in try EventDecoder().decode(b) } }
+        describe(bytes.withUnsafeBufferPointer { b in Result { () throws(EventError) in try EventDecoder().decode(b) } })
+    }
+
+    static func describe(_ result: Result<Event, EventError>) -> String {
         switch result {
         case .success(let event): return "ok " + JSONWriter.quoted(String(reflecting: event))
         case .failure(let error): return "error \(error.code.rawValue) " + JSONWriter.quoted(error.description)
@@ -115,11 +118,19 @@ import Testing
         for (g, w) in zip(got, want) where g != w {
             Issue.record("answer changed:\n  recorded \(w)\n  now      \(g)")
         }
+        // One memo of valid zones shared by every line, as a partition's batch shares one,
+        // changes no answer.
+        var shared = ZoneMemo()
+        for (input, line) in zip(inputs, got) {
+            let result = input.bytes.withUnsafeBufferPointer { b in Result { () throws(EventError) in try EventDecoder().decode(b, zones: &shared) } }
+            #expect(Self.describe(result) == line.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init), "\(input.name)")
+        }
         // The direct path (bytes straight to an event) answers the usual lines, and only with
         // the event the JSON tree gives.
         var direct = 0
         for input in inputs {
-            guard let event = input.bytes.withUnsafeBufferPointer({ FastEventReader.event($0) }) else { continue }
+            var zones = ZoneMemo()
+            guard let event = input.bytes.withUnsafeBufferPointer({ FastEventReader.event($0, zones: &zones) }) else { continue }
             direct += 1
             var integers: [String: Int64]? = [:]
             let tree = try input.bytes.withUnsafeBufferPointer { try JSONParser.parse($0, exactIntegers: &integers) }

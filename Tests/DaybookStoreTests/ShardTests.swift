@@ -300,3 +300,38 @@ func temporaryDirectory() throws -> String {
         }
     }
 }
+
+/// The uuid index (`sample_days`) written 64 rows to a statement: a batch of 300 new
+/// samples, two uuids to a hash, gives 150 (hash, place) counts (two full statements and
+/// 22 rows alone); each is written once with both uuids counted, and every uuid is found.
+@Suite struct SampleIndexChunkTests {
+    let scratch = TemporaryDirectory()
+
+    @Test func aBatchOfManySamplesIndexesEachOnceAndFindsThemAll() throws {
+        let shard = try Shard(directory: scratch.path, topic: "t", partition: 0, fingerprint: "f")
+        // Two uuids to a hash: the count of one (hash, place) is 2.
+        shard.uuidHash = { _, uuid in Int64(uuid.dropFirst().hashValueStable / 2) }
+        var batch = Shard.Batch(nextOffset: 300)
+        var samples: [Sample] = []
+        for i in 0..<300 {
+            // Three days of 100 samples: both uuids of a hash (2k, 2k + 1) start on one day.
+            let start = Instant(nanoseconds: (1_700_006_400 + Int64(i / 100) * 86_400 + Int64(i % 100) * 60) * Instant.nanosPerSecond)
+            let s = Sample(user: "ana", uuid: "s\(i)", metric: .steps, source: "watch", start: start,
+                           end: Instant(nanoseconds: start.nanoseconds + 60 * Instant.nanosPerSecond), value: 10, zone: "UTC")
+            samples.append(s)
+            batch.upserts.append((s, Int64(i)))
+        }
+        try shard.commit(batch)
+        let rows = try shard.database.statement("SELECT count(*), sum(count), max(count) FROM sample_days").firstRow { ($0.int64(0), $0.int64(1), $0.int64(2)) }
+        // 300 uuids, hash i / 2: 150 hashes, each on one day (a place): 150 rows of 2.
+        #expect(rows?.0 == 150 && rows?.1 == 300 && rows?.2 == 2)
+        let found = try shard.entries(user: "ana", uuids: samples.map(\.uuid) + ["s300"])
+        for (i, s) in samples.enumerated() { #expect(found[s.uuid] == .live(s, seq: Int64(i))) }
+        #expect(found["s300"] == .absent)
+    }
+}
+
+private extension Substring {
+    /// The number after the "s" of a test uuid.
+    var hashValueStable: Int { Int(self) ?? -1 }
+}
