@@ -42,7 +42,7 @@ public enum LiveLogCheck {
 
     /// Refuses (`ProjectorError.logMismatch`) a shard among `paths` (the shard files of
     /// `directory`) of a partition `topic`, of `count` partitions, does not have.
-    static func checkPartitions(_ paths: [String], directory: String, topic: String, count: Int) throws {
+    static func checkPartitions(_ paths: [String], directory: String, topic: String, count: Int) throws(ProjectorError) {
         for path in paths {
             guard let partition = Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: topic),
                   !(0..<Int32(count)).contains(partition), FileManager.default.fileExists(atPath: path) else { continue }
@@ -59,7 +59,7 @@ public enum LiveLogCheck {
 
     /// A shard whose recorded cluster is not the one reached holds offsets that mean nothing
     /// in this log. (A shard that records none is older than the check: it is let through.)
-    static func checkCluster(path: String, recorded: String?, reached: String?) throws {
+    static func checkCluster(path: String, recorded: String?, reached: String?) throws(ProjectorError) {
         guard let recorded, let reached, recorded != reached else { return }
         var error = ProjectorError(kind: .logMismatch, message: """
             \(path) was built from the log of Kafka cluster \(recorded), but the consumer reaches cluster \(reached). \
@@ -71,7 +71,7 @@ public enum LiveLogCheck {
     }
 
     /// A shard's next offset must lie inside its partition's log: `low ≤ next ≤ high`.
-    static func checkOffset(path: String, next: Int64, tp: TopicPartition, low: Int64, high: Int64) throws {
+    static func checkOffset(path: String, next: Int64, tp: TopicPartition, low: Int64, high: Int64) throws(ProjectorError) {
         if next < low {
             var error = ProjectorError(kind: .logMismatch, message: """
                 \(tp): the log starts at offset \(low), but \(path) needs offset \(next) next: messages \(next)..<\(low) \

@@ -33,3 +33,19 @@ public struct ProjectorStatistics: Sendable {
 
     public init() {}
 }
+
+extension ProjectorStatistics {
+    /// Counts what one partition's batch did.
+    mutating func add(_ outcome: PartitionWorker.Outcome) {
+        applied += outcome.applied
+        deadLetters += outcome.deadLetters
+        rowsChanged += outcome.rowsChanged
+        staleResends += outcome.staleResends
+        cacheHits += outcome.cacheHits
+        cacheMisses += outcome.cacheMisses
+        cacheEvictions += outcome.cacheEvictions
+        if let time = outcome.newestTimestamp {
+            lastAppliedTimestampMilliseconds = max(lastAppliedTimestampMilliseconds ?? time, time)
+        }
+    }
+}

@@ -145,18 +145,15 @@ public final class Rebuilder {
         // Build until the staged shards reach the end of the log and the live offsets.
         var options = ProjectorOptions(dataDirectory: stagingPath)
         options.topic = request.topic
-        options.solo = true
-        options.untilCaughtUp = true
         options.partitions = request.partitions
         options.cacheBytes = request.cacheBytes
         options.connectTimeout = request.connectTimeout
-        options.forwardDeadLetters = false
         let reader = ShardReader(directory: dir)
         let topic = request.topic
-        options.catchUpTargets = { try reader.offsets(topic: topic).mapValues(\.nextOffset) }
+        let run = ProjectionRun.rebuild { try reader.offsets(topic: topic).mapValues(\.nextOffset) }
         let summary: ProjectorSummary
         do {
-            summary = try buildStaging(options, shouldStop: shouldStop, progress: progress)
+            summary = try buildStaging(options, run, shouldStop: shouldStop, progress: progress)
         } catch let error as ProjectorError where error.kind == .storage {
             throw error.storageFault(in: """
                 the live projection is untouched. The staged generation \(stagingPath) keeps what it wrote, and the space: rerun \
@@ -199,10 +196,10 @@ public final class Rebuilder {
 
     /// Runs a projector into the staging directory; it is gone (its shards closed and
     /// unlocked) when this returns.
-    private func buildStaging(_ options: ProjectorOptions, shouldStop: @escaping () -> Bool,
+    private func buildStaging(_ options: ProjectorOptions, _ run: ProjectionRun, shouldStop: @escaping () -> Bool,
                               progress: (ProjectorProgress) -> Void) throws -> ProjectorSummary {
         let projector = try Projector(connection: access.connection, consumer: access.consumer, producer: access.producer,
-                                      priority: request.priority, options: options, logger: logger)
+                                      priority: request.priority, options: options, run: run, logger: logger)
         return try projector.run(shouldStop: shouldStop, progress: progress)
     }
 
