@@ -260,7 +260,7 @@ public final class Projector: RebalanceHandler {
             case .success(let outcome):
                 statistics.add(outcome)
                 applied += outcome.applied + outcome.deadLetters
-                if recordChangedKeys { summary.changedKeys.formUnion(outcome.changedKeys) }
+                if recordChangedKeys { summary.changedKeys.formUnion(outcome.rows.keys) }
             case .failure(let error):
                 firstError = firstError ?? error
                 workers[worker.partition.partition] = nil

@@ -36,10 +36,12 @@ public struct ProjectorStatistics: Sendable {
 
 extension ProjectorStatistics {
     /// Counts what one partition's batch did.
-    mutating func add(_ outcome: PartitionWorker.Outcome) {
+    mutating func add(_ outcome: BatchOutcome) {
         applied += outcome.applied
         deadLetters += outcome.deadLetters
-        rowsChanged += outcome.rowsChanged
+        skipped += outcome.skipped
+        reread += outcome.reread
+        rowsChanged += outcome.rows.count
         staleResends += outcome.staleResends
         cacheHits += outcome.cacheHits
         cacheMisses += outcome.cacheMisses
