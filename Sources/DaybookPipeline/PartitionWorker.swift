@@ -18,7 +18,7 @@ final class PartitionWorker {
     /// Dead letters recorded and not yet handed to the DLQ producer (true on opening: a
     /// previous run may have left some unforwarded).
     var deadLettersPending = true
-    /// Messages from here on are applied only below this offset (see `ProjectorOptions.stopOffsets`).
+    /// Messages from here on are applied only below this offset (`ProjectionRun.shadow`).
     var stopOffset: Int64?
     /// Messages from this offset up to the shard's are re-read, not skipped (`daybook replay`).
     var rereadFrom: Int64?

@@ -9,14 +9,12 @@ extension Projector {
     /// Refuses a directory whose generation was built (by a rebuild) under another priority.
     static func checkPriority(of layout: DataLayout, directory: String, configured priority: SourcePriority) throws(ProjectorError) {
         guard let built = layout.priority, !built.ranksLike(priority) else { return }
-        var error = ProjectorError(kind: .shard, message: """
+        throw ProjectorError.shard("""
             \(directory) holds a projection built under source priority \(built.fingerprint) (generation \
             \(layout.generation), by a rebuild), not \(priority.fingerprint) as configured. Project under that order, \
             or rebuild the directory under yours.
-            """, shardKind: .priorityMismatch)
-        error.detail = .directoryPriority(directory: directory, generation: layout.generation,
-                                          built: built.fingerprint, configured: priority.fingerprint)
-        throw error
+            """, .priorityMismatch, detail: .directoryPriority(directory: directory, generation: layout.generation,
+                                                               built: built.fingerprint, configured: priority.fingerprint))
     }
 
     /// One metadata round trip first (in rounds of at most a second, so that SIGINT/SIGTERM
@@ -30,7 +28,7 @@ extension Projector {
             guard let n = try consumer.partitionCount(options.topic, within: options.connectTimeout, shouldStop: shouldStop) else { return false }
             count = n
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
         partitionCount = count
         // A standby partition the topic does not have is a bad request, not a warning.

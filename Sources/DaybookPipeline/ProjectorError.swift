@@ -1,8 +1,13 @@
 import DaybookKafka
 import DaybookStore
 
-/// Why the projector stopped.
-public struct ProjectorError: Error, CustomStringConvertible {
+/// Why the projector stopped (or a rebuild, a comparison, a replay): a kind that says what
+/// to do next, the library's words for it, and the typed facts behind it.
+///
+/// What caused it below the projector (a shard's refusal, a Kafka error, a partition the
+/// topic does not have) is kept in one private value read through `shardKind`,
+/// `shardDetail`, `kafkaError` and `partition`, so that a new cause is no breaking change.
+public struct ProjectorError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable {
         case storage, kafka, shard
         /// The request names something the log does not have (a partition, an offset).
@@ -15,15 +20,10 @@ public struct ProjectorError: Error, CustomStringConvertible {
     }
     public var kind: Kind
     public var message: String
-    /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
-    public var shardKind: Shard.ShardError.Kind? = nil
-    /// For `.shard`: the facts of the shard's refusal, when the store gave them.
-    public var shardDetail: Shard.ShardError.Detail? = nil
-    /// For `.badRequest`: the partition asked for that the topic does not have.
-    public var partition: Int32? = nil
     /// What was refused, in fields, for a caller that words the next step its own way
     /// (a command line names its options); `message` says it in this library's terms.
-    public var detail: Detail? = nil
+    public var detail: Detail?
+    private var cause: Cause?
 
     public enum Detail: Sendable, Equatable {
         /// The shard at `path` records another cluster than the one the consumer reaches.
@@ -39,8 +39,50 @@ public struct ProjectorError: Error, CustomStringConvertible {
         /// A rebuild of some `partitions` under another priority than the live projection's.
         case partialRebuildPriority(live: String, wanted: String, partitions: [Int32])
     }
+
+    private enum Cause: Sendable {
+        case shard(Shard.ShardError.Kind, Shard.ShardError.Detail?)
+        case kafka(KafkaError)
+        case partition(Int32)
+    }
+
+    public init(kind: Kind, message: String, detail: Detail? = nil) {
+        self.kind = kind
+        self.message = message
+        self.detail = detail
+    }
+
+    /// A shard refused (`.shard`): what is wrong with it, and the store's facts when it gave them.
+    static func shard(_ message: String, _ shardKind: Shard.ShardError.Kind, _ shardDetail: Shard.ShardError.Detail? = nil,
+                      detail: Detail? = nil) -> ProjectorError {
+        var error = ProjectorError(kind: .shard, message: message, detail: detail)
+        error.cause = .shard(shardKind, shardDetail)
+        return error
+    }
+
+    /// The Kafka layer failed (`.kafka`) with `error`.
+    static func kafka(_ message: String, _ error: KafkaError) -> ProjectorError {
+        var e = ProjectorError(kind: .kafka, message: message)
+        e.cause = .kafka(error)
+        return e
+    }
+
+    /// A partition was asked for that the topic does not have (`.badRequest`).
+    static func noSuchPartition(_ partition: Int32, message: String) -> ProjectorError {
+        var error = ProjectorError(kind: .badRequest, message: message)
+        error.cause = .partition(partition)
+        return error
+    }
+
+    /// For `.shard`: what is wrong with the shard (held, another priority, not a shard…).
+    public var shardKind: Shard.ShardError.Kind? { if case .shard(let kind, _) = cause { kind } else { nil } }
+    /// For `.shard`: the facts of the shard's refusal, when the store gave them.
+    public var shardDetail: Shard.ShardError.Detail? { if case .shard(_, let detail) = cause { detail } else { nil } }
+    /// For `.badRequest`: the partition asked for that the topic does not have.
+    public var partition: Int32? { if case .partition(let p) = cause { p } else { nil } }
     /// For `.kafka`: the Kafka layer's error, when one caused it (its code says which).
-    public var kafkaError: KafkaError? = nil
+    public var kafkaError: KafkaError? { if case .kafka(let e) = cause { e } else { nil } }
+
     public var description: String { message }
 }
 
@@ -54,7 +96,7 @@ extension ProjectorError {
         case let e as DatabaseError:
             self.init(kind: .storage, message: "\(e)\(e.isStorageFault ? Projector.storageAdvice : "")")
         case let e as Shard.ShardError:
-            self.init(kind: .shard, message: e.message, shardKind: e.kind, shardDetail: e.detail)
+            self = .shard(e.message, e.kind, e.detail)
         case let e as KafkaError:
             self.init(kind: .kafka, message: "\(e)")
         default:

@@ -9,7 +9,7 @@ public struct ProjectorStatistics: Sendable {
     public var deadLetters = 0
     /// Messages a shard had already applied (redelivered after a seek or a rebalance).
     public var skipped = 0
-    /// Events re-read below a shard's offset (`ProjectorOptions.startOffsets`).
+    /// Events re-read below a shard's offset (`ProjectionRun.replay`).
     public var reread = 0
     /// (user, metric, day) rows recomputed.
     public var rowsChanged = 0

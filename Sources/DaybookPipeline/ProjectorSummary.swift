@@ -10,7 +10,7 @@ public struct ProjectorSummary: Sendable {
 
     public var applied: Int { statistics.applied }
     public var skipped: Int { statistics.skipped }
-    /// Events re-read below a shard's offset (`startOffsets`).
+    /// Events re-read below a shard's offset (`ProjectionRun.replay`).
     public var reread: Int { statistics.reread }
     public var deadLetters: Int { statistics.deadLetters }
     public var rowsChanged: Int { statistics.rowsChanged }

@@ -44,14 +44,14 @@ extension LogAccess {
         do {
             consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
         defer { consumer.close() }
         let count: Int
         do {
             count = try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
         try LiveLogCheck.check(directory: directory, topic: topic, count: count, consumer: consumer, timeout: timeout)
         return count
@@ -209,13 +209,11 @@ public final class Rebuilder {
         let wanted = request.priority.fingerprint
         let liveOrders = layout.priority.map { [$0.fingerprint] } ?? Set(live.values.compactMap(\.fingerprint)).sorted()
         guard let other = liveOrders.first(where: { !SourcePriority.sameRanking($0, wanted) }) else { return }
-        var error = ProjectorError(kind: .shard, message: """
+        throw ProjectorError.shard("""
             the live projection is under source priority \(other), not \(wanted): rebuilding only partition\(partitions.count == 1 ? "" : "s") \
             \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
             partition to change the order, or rebuild some under the live order to repair them.
-            """, shardKind: .priorityMismatch)
-        error.detail = .partialRebuildPriority(live: other, wanted: wanted, partitions: partitions.sorted())
-        throw error
+            """, .priorityMismatch, detail: .partialRebuildPriority(live: other, wanted: wanted, partitions: partitions.sorted()))
     }
 
     static func timestamp() -> String {

@@ -147,8 +147,7 @@ public struct Replayer {
             try LiveLogCheck.checkOffset(path: path, next: shardOffset, tp: tp, low: low, high: high)
             // One writer per shard: a replay beside a running projector would only fail later.
             if Shard.isHeld(path) {
-                throw ProjectorError(kind: .shard, message: "\(path): another projector holds this shard; stop it first",
-                                     shardKind: .locked, shardDetail: .held(path: path, waited: .zero))
+                throw ProjectorError.shard("\(path): another projector holds this shard; stop it first", .locked, .held(path: path, waited: .zero))
             }
             let wanted = asked[p] ?? shardOffset
             try Projector.checkRereadStart(wanted, tp: tp, low: low)
