@@ -67,9 +67,7 @@ extension Projector {
             }
         }
         machine.took()
-        followStandbys()
-        shareCache()
-        recordRoles()
+        ownershipChanged()
         try consumer.readDirectly(offsets.keys.sorted(), startingAt: offsets)
     }
 
@@ -119,9 +117,6 @@ extension Projector {
             throw ProjectorError(error)
         }
         machine.started(partitions)
-        followStandbys()
-        shareCache()
-        recordRoles()
         guard !offsets.isEmpty else { return }
         do {
             try consumer.start(offsets)
@@ -143,6 +138,14 @@ extension Projector {
                 usleep(20_000)
             }
         }
+    }
+
+    /// What is owned here changed: standby shards follow, the cache is shared again among
+    /// the open shards, and the roles file says so.
+    func ownershipChanged() {
+        followStandbys()
+        shareCache()
+        recordRoles()
     }
 
     /// One cache budget for the process: three quarters shared equally by the open shards'

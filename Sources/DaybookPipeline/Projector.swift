@@ -171,6 +171,7 @@ public final class Projector: RebalanceHandler {
             case .close(let partitions): for p in partitions { workers[p] = nil } // closes the shard, lets go of its lock
             case .releaseStandbys(let partitions): standby?.release(partitions) // their owner opens the same shards next
             case .open(let partitions): try open(partitions)
+            case .ownershipChanged: ownershipChanged()
             case .claim(let partitions, let waiting): claim(partitions, waiting: waiting)
             case .followGeneration: try followManifest()
             case .recordEnd(let p, let end): workers[p]?.endOffset = end

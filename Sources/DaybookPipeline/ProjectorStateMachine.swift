@@ -88,6 +88,9 @@ struct ProjectorStateMachine {
         case releaseStandbys([Int32])
         /// Open these partitions' shards, check each against the log, start them at their offsets.
         case open([Int32])
+        /// What is owned here changed: follow it with the standby shards, share the cache
+        /// among the open shards again, and record the roles.
+        case ownershipChanged
         /// Commit these partitions' shard offsets to the group with this member's owner
         /// claim; `waiting` for the answer (once per assignment).
         case claim([Int32], waiting: Bool)
@@ -167,17 +170,17 @@ struct ProjectorStateMachine {
     /// Waiting for the group: it has given nothing yet, or what it gave is not started.
     var waitingForGroup: Bool { !policy.solo && (!assignments.hasAssignment || !assignments.held.isEmpty) }
 
-    /// What the group changed since the loop last acted: close what was taken away; then
-    /// release the standby shards of what was given, open it, and claim it.
+    /// What the group changed since the loop last acted: close what was taken away; release
+    /// the standby shards of what was given and open it; follow the new ownership; claim
+    /// what was given.
     mutating func assignmentsChanged() -> [Action] {
         let changes = assignments.take()
         guard !changes.isEmpty else { return [] }
         var actions: [Action] = []
         if !changes.close.isEmpty { actions.append(.close(changes.close)) }
-        if !changes.start.isEmpty {
-            actions += [.releaseStandbys(changes.start), .open(changes.start)]
-            if !policy.solo { actions.append(.claim(changes.start, waiting: true)) }
-        }
+        if !changes.start.isEmpty { actions += [.releaseStandbys(changes.start), .open(changes.start)] }
+        actions.append(.ownershipChanged)
+        if !changes.start.isEmpty, !policy.solo { actions.append(.claim(changes.start, waiting: true)) }
         return actions
     }
 

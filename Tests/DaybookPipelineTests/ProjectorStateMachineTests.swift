@@ -220,17 +220,18 @@ import Testing
         #expect(m.assignmentsChanged().isEmpty)
         m.assigned([1, 0])
         #expect(m.waitingForGroup)
-        #expect(m.assignmentsChanged() == [.releaseStandbys([0, 1]), .open([0, 1]), .claim([0, 1], waiting: true)])
+        #expect(m.assignmentsChanged() == [.releaseStandbys([0, 1]), .open([0, 1]), .ownershipChanged, .claim([0, 1], waiting: true)])
         #expect(m.owned(open: [Int32]()) == [0, 1]) // given and about to start: owned, so no standby of them
         m.started([0, 1])
         #expect(!m.waitingForGroup)
         // Taken away and given back within one poll: closed, then opened again.
         m.revoked([1])
         m.assigned([1])
-        #expect(m.assignmentsChanged() == [.close([1]), .releaseStandbys([1]), .open([1]), .claim([1], waiting: true)])
+        #expect(m.assignmentsChanged() == [.close([1]), .releaseStandbys([1]), .open([1]), .ownershipChanged, .claim([1], waiting: true)])
         m.started([1])
         m.revoked([0])
-        #expect(m.assignmentsChanged() == [.close([0])])
+        // Only taken away: what is owned here changed all the same (standbys, cache, roles).
+        #expect(m.assignmentsChanged() == [.close([0]), .ownershipChanged])
     }
 
     @Test func aShardHeldByTheMemberHandingItOverIsWaitedForASecond() {
@@ -243,7 +244,7 @@ import Testing
     @Test func aSoloReaderClaimsNothing() {
         var m = machine(solo: true)
         m.assigned([0])
-        #expect(m.assignmentsChanged() == [.releaseStandbys([0]), .open([0])])
+        #expect(m.assignmentsChanged() == [.releaseStandbys([0]), .open([0]), .ownershipChanged])
         #expect(!m.waitingForGroup)
     }
 
