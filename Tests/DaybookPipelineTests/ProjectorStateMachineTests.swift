@@ -1,4 +1,5 @@
 @testable import DaybookPipeline
+import DaybookStore
 import Testing
 
 /// The projector's decisions without a broker: events into `ProjectorStateMachine`, the
@@ -211,6 +212,23 @@ import Testing
         // The report of a row of the old shard file means nothing any more.
         #expect(m.deliveries(delivered: [0], failed: []).isEmpty)
         #expect(m.unforwarded(0, rows: [7], pageFull: false) == [.forward(0, row: 7, id: 1)])
+    }
+
+    @Test func aDeadLetterTooLargeForTheDLQTopicIsForwardedAsItsHeadAndSaysSo() {
+        let small = Shard.DeadLetter(offset: 7, key: Array("ana".utf8), payload: [1, 2, 3], reason: "bad", code: "invalid_json")
+        let (headers, payload) = Projector.message(of: small, source: "health-samples/0/7")
+        #expect(payload == [1, 2, 3])
+        #expect(headers.map(\.0) == ["daybook.reason", "daybook.code", "daybook.source"])
+        #expect(headers.map { String(decoding: $0.1, as: UTF8.self) } == ["bad", "invalid_json", "health-samples/0/7"])
+        let limit = Projector.dlqPayloadLimit
+        let large = Shard.DeadLetter(offset: 8, key: [], payload: Array(repeating: 9, count: limit + 1), reason: "too long", code: "line_too_long")
+        let (largeHeaders, head) = Projector.message(of: large, source: "health-samples/0/8")
+        #expect(head.count == limit)
+        #expect(largeHeaders.last.map { $0.0 } == "daybook.truncated-from")
+        #expect(largeHeaders.last.map { String(decoding: $0.1, as: UTF8.self) } == String(limit + 1))
+        let exact = Shard.DeadLetter(offset: 9, key: [], payload: Array(repeating: 9, count: limit), reason: "", code: "")
+        #expect(Projector.message(of: exact, source: "").payload.count == limit)
+        #expect(Projector.message(of: exact, source: "").headers.count == 3)
     }
 
     // MARK: Assignments and the standby hand-over
