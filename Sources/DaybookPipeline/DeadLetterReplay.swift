@@ -182,7 +182,7 @@ public enum DeadLetterReplay {
             } catch where error.kind == .broker {
                 // Outside the log (retention): its produce time is unknown, and it never wins a tie.
             } catch {
-                throw ProjectorError(kind: .kafka, message: "reading dead letter \(id)'s message in \(request.topic): \(error)", kafkaError: error)
+                throw ProjectorError.kafka("reading dead letter \(id)'s message in \(request.topic): \(error)", error)
             }
         }
         let partitioner = access.producer.partitioner
@@ -213,7 +213,7 @@ public enum DeadLetterReplay {
             guard marks.high > marks.low else { return }
             try consumer.readDirectly([tp], startingAt: [tp: marks.low])
         } catch {
-            throw ProjectorError(kind: .kafka, message: "reading \(tp): \(error)", kafkaError: error)
+            throw ProjectorError.kafka("reading \(tp): \(error)", error)
         }
         progress("reading \(tp) offsets \(marks.low)..<\(marks.high) for the writes at home of \(keys.count) uuid\(keys.count == 1 ? "" : "s")")
         let users = Set(keys.map(\.user))
@@ -249,7 +249,7 @@ public enum DeadLetterReplay {
                     throw ProjectorError(kind: .kafka, message: "reading \(tp): offset \(offset) is outside the log (retention removed it while it was read)")
                 case .error(let e):
                     if ContinuousClock.now - lastProgress > timeout {
-                        throw ProjectorError(kind: .kafka, message: "reading \(tp): \(e)", kafkaError: e)
+                        throw ProjectorError.kafka("reading \(tp): \(e)", e)
                     }
                 default:
                     break

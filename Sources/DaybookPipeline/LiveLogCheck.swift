@@ -42,54 +42,46 @@ public enum LiveLogCheck {
 
     /// Refuses (`ProjectorError.logMismatch`) a shard among `paths` (the shard files of
     /// `directory`) of a partition `topic`, of `count` partitions, does not have.
-    static func checkPartitions(_ paths: [String], directory: String, topic: String, count: Int) throws {
+    static func checkPartitions(_ paths: [String], directory: String, topic: String, count: Int) throws(ProjectorError) {
         for path in paths {
             guard let partition = Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: topic),
                   !(0..<Int32(count)).contains(partition), FileManager.default.fileExists(atPath: path) else { continue }
-            var error = ProjectorError(kind: .logMismatch, message: """
+            throw ProjectorError(kind: .logMismatch, message: """
                 \(directory) has a shard of \(topic) partition \(partition) (\(path)), but the topic has \(count) \
                 partition\(count == 1 ? "" : "s") in the cluster reached: this is not the log the shards were built from \
                 (another cluster, or a recreated topic). Nothing was read. Connect to the cluster the shards came from, or \
                 project this cluster into a new data directory.
-                """)
-            error.detail = .partitionMissing(directory: directory, topic: topic, partition: partition, path: path, count: count)
-            throw error
+                """, detail: .partitionMissing(directory: directory, topic: topic, partition: partition, path: path, count: count))
         }
     }
 
     /// A shard whose recorded cluster is not the one reached holds offsets that mean nothing
     /// in this log. (A shard that records none is older than the check: it is let through.)
-    static func checkCluster(path: String, recorded: String?, reached: String?) throws {
+    static func checkCluster(path: String, recorded: String?, reached: String?) throws(ProjectorError) {
         guard let recorded, let reached, recorded != reached else { return }
-        var error = ProjectorError(kind: .logMismatch, message: """
+        throw ProjectorError(kind: .logMismatch, message: """
             \(path) was built from the log of Kafka cluster \(recorded), but the consumer reaches cluster \(reached). \
             Its offsets mean nothing in this cluster's log, so nothing was read. Connect to cluster \(recorded), \
             or project this cluster into a new data directory.
-            """)
-        error.detail = .otherCluster(path: path, recorded: recorded, reached: reached)
-        throw error
+            """, detail: .otherCluster(path: path, recorded: recorded, reached: reached))
     }
 
     /// A shard's next offset must lie inside its partition's log: `low ≤ next ≤ high`.
-    static func checkOffset(path: String, next: Int64, tp: TopicPartition, low: Int64, high: Int64) throws {
+    static func checkOffset(path: String, next: Int64, tp: TopicPartition, low: Int64, high: Int64) throws(ProjectorError) {
         if next < low {
-            var error = ProjectorError(kind: .logMismatch, message: """
+            throw ProjectorError(kind: .logMismatch, message: """
                 \(tp): the log starts at offset \(low), but \(path) needs offset \(next) next: messages \(next)..<\(low) \
                 are gone (deleted by retention, or the topic was truncated), so this projection cannot be made exact and nothing \
                 was applied past offset \(next). Keep the topic's whole history (retention.ms=-1) and rebuild from \
                 a complete log, or restore the shards from a backup taken at or after offset \(low).
-                """)
-            error.detail = .gap(path: path, tp: tp, next: next, low: low)
-            throw error
+                """, detail: .gap(path: path, tp: tp, next: next, low: low))
         }
         if next > high {
-            var error = ProjectorError(kind: .logMismatch, message: """
+            throw ProjectorError(kind: .logMismatch, message: """
                 \(tp): the log ends at offset \(high), but \(path) has already applied offsets up to \(next - 1): \
                 this is not the log the shard was built from (the topic was deleted and recreated, or the consumer reaches \
                 another cluster). Nothing was read. Connect to the cluster the shard came from, or project into a new data directory.
-                """)
-            error.detail = .aheadOfLog(path: path, tp: tp, next: next, high: high)
-            throw error
+                """, detail: .aheadOfLog(path: path, tp: tp, next: next, high: high))
         }
     }
 }

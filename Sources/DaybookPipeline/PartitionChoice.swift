@@ -7,9 +7,7 @@ public enum PartitionChoice {
     public static func resolve(_ chosen: [Int32]?, topic: String, count: Int) throws(ProjectorError) -> [Int32] {
         let all = Array(0..<Int32(count))
         for p in chosen ?? [] where !(0..<Int32(count)).contains(p) {
-            var error = ProjectorError(kind: .badRequest, message: "\(topic) has no partition \(p): it has \(count) (0…\(count - 1))")
-            error.partition = p
-            throw error
+            throw ProjectorError.noSuchPartition(p, message: "\(topic) has no partition \(p): it has \(count) (0…\(count - 1))")
         }
         return chosen ?? all
     }

@@ -18,7 +18,7 @@ final class PartitionWorker {
     /// Dead letters recorded and not yet handed to the DLQ producer (true on opening: a
     /// previous run may have left some unforwarded).
     var deadLettersPending = true
-    /// Messages from here on are applied only below this offset (see `ProjectorOptions.stopOffsets`).
+    /// Messages from here on are applied only below this offset (`ProjectionRun.shadow`).
     var stopOffset: Int64?
     /// Messages from this offset up to the shard's are re-read, not skipped (`daybook replay`).
     var rereadFrom: Int64?
@@ -78,20 +78,6 @@ final class PartitionWorker {
     /// The offset the next message must have for the log to be continuous: after what is
     /// staged, else the shard's.
     var expectedNext: Int64 { max(stagedEnd ?? shard.nextOffset, shard.nextOffset) }
-
-    struct Outcome {
-        var applied = 0
-        var skipped = 0
-        var reread = 0
-        var deadLetters = 0
-        var rowsChanged = 0
-        var staleResends = 0
-        var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
-        /// Kafka timestamp (ms) of the newest message the batch moved the shard past.
-        var newestTimestamp: Int64?
-        /// The (user, metric, day) rows this batch recomputed.
-        var changedKeys: [DayKey] = []
-    }
 
     /// Why an event of `user` does not belong in `partition`, or nil when it does: a user's
     /// events all go to the partition the producers' partitioner gives the user's key.
@@ -155,23 +141,15 @@ final class PartitionWorker {
     /// Applies what is staged and commits it as one batch with the next offset; nothing
     /// to do when nothing is staged. Staged or not, the batch is gone afterwards: if the
     /// commit failed, the worker is broken and its messages are read again from the shard.
-    func commitStaged() throws -> Outcome {
-        var outcome = Outcome()
-        guard let end = stagedEnd else { return outcome }
+    func commitStaged() throws -> BatchOutcome {
+        guard let end = stagedEnd else { return BatchOutcome() }
         let events = staged, deadLetters = stagedDeadLetters, timestamp = stagedTimestamp
         dropStaged()
         let next = shard.nextOffset
-        let result = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, end))
+        var outcome = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, end))
         if let rereading = rereadFrom { rereadFrom = max(rereading, end) } // re-read once, even if redelivered
-        outcome.applied = result.applied
         outcome.deadLetters = deadLetters.count
-        outcome.rowsChanged = result.rows.count
-        outcome.staleResends = result.staleResends
-        outcome.cacheHits = result.cacheHits
-        outcome.cacheMisses = result.cacheMisses
-        outcome.cacheEvictions = result.cacheEvictions
         outcome.newestTimestamp = timestamp
-        outcome.changedKeys = Array(result.rows.keys)
         if !deadLetters.isEmpty { deadLettersPending = true }
         return outcome
     }
@@ -188,7 +166,7 @@ final class PartitionWorker {
 
     /// Stages `messages` and commits them at once: one poll, one batch (a standby, which
     /// keeps up with a live log rather than racing through a long one).
-    func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> Outcome {
+    func apply(_ messages: ArraySlice<ConsumedMessage>) throws -> BatchOutcome {
         let (skipped, reread) = stage(messages)
         var outcome = try commitStaged()
         outcome.skipped = skipped

@@ -136,7 +136,7 @@ public struct ProjectionStatus: Sendable {
                         status.warnings.append("partition \(p): the log starts at offset \(marks.low), but \(entry.shard ?? "the shard") needs offset \(entry.nextOffset) next: messages are gone, this shard cannot be made exact; rebuild it from a complete log")
                     }
                 } catch {
-                    throw ProjectorError(kind: .kafka, message: "reading the offsets of \(TopicPartition(topic, p)): \(error)", kafkaError: error)
+                    throw ProjectorError.kafka("reading the offsets of \(TopicPartition(topic, p)): \(error)", error)
                 }
                 byPartition[p] = entry
             }
@@ -145,7 +145,7 @@ public struct ProjectionStatus: Sendable {
                 do {
                     group = try consumer.groupAssignment(topic: topic, count: count, timeoutMilliseconds: timeout.wholeMilliseconds)
                 } catch {
-                    throw ProjectorError(kind: .kafka, message: "describing consumer group \(consumer.groupID): \(error)", kafkaError: error)
+                    throw ProjectorError.kafka("describing consumer group \(consumer.groupID): \(error)", error)
                 }
                 status.group = group
                 for p in byPartition.keys { byPartition[p]?.owner = group.owner(of: p) }
@@ -196,7 +196,7 @@ extension LogAccess {
             let consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
             return (consumer, try consumer.partitionCount(topic, within: timeout) ?? 0)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
     }
 }

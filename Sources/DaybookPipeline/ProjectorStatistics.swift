@@ -9,7 +9,7 @@ public struct ProjectorStatistics: Sendable {
     public var deadLetters = 0
     /// Messages a shard had already applied (redelivered after a seek or a rebalance).
     public var skipped = 0
-    /// Events re-read below a shard's offset (`ProjectorOptions.startOffsets`).
+    /// Events re-read below a shard's offset (`ProjectionRun.replay`).
     public var reread = 0
     /// (user, metric, day) rows recomputed.
     public var rowsChanged = 0
@@ -32,4 +32,22 @@ public struct ProjectorStatistics: Sendable {
     public var batches: Int { Int(batchSeconds.count) }
 
     public init() {}
+}
+
+extension ProjectorStatistics {
+    /// Counts what one partition's batch did.
+    mutating func add(_ outcome: BatchOutcome) {
+        applied += outcome.applied
+        deadLetters += outcome.deadLetters
+        skipped += outcome.skipped
+        reread += outcome.reread
+        rowsChanged += outcome.rows.count
+        staleResends += outcome.staleResends
+        cacheHits += outcome.cacheHits
+        cacheMisses += outcome.cacheMisses
+        cacheEvictions += outcome.cacheEvictions
+        if let time = outcome.newestTimestamp {
+            lastAppliedTimestampMilliseconds = max(lastAppliedTimestampMilliseconds ?? time, time)
+        }
+    }
 }

@@ -66,17 +66,14 @@ public final class ShadowBuild {
             }
             var options = ProjectorOptions(dataDirectory: temporary)
             options.topic = request.topic
-            options.solo = true
-            options.untilCaughtUp = true
             options.partitions = Array(group)
-            // Partitions without a shard are built to the end of the log.
-            options.stopOffsets = snapshots.filter { live[$0.key] != nil }.mapValues(\.nextOffset)
             options.cacheBytes = request.cacheBytes
             options.connectTimeout = request.connectTimeout
-            options.forwardDeadLetters = false
+            // Partitions without a shard are built to the end of the log.
+            let run = ProjectionRun.shadow(stoppingAt: snapshots.filter { live[$0.key] != nil }.mapValues(\.nextOffset))
             let built: ProjectorSummary
             do {
-                built = try build(options, shouldStop: shouldStop, progress: progress)
+                built = try build(options, run, shouldStop: shouldStop, progress: progress)
             } catch let error as ProjectorError where error.kind == .storage {
                 throw error.storageFault(in: """
                     nothing live was changed, and the temporary projection \(temporary) is removed as this ends (it needs about \
@@ -105,10 +102,10 @@ public final class ShadowBuild {
         return outcome
     }
 
-    private func build(_ options: ProjectorOptions, shouldStop: @escaping () -> Bool,
+    private func build(_ options: ProjectorOptions, _ run: ProjectionRun, shouldStop: @escaping () -> Bool,
                        progress: (ProjectorProgress) -> Void) throws -> ProjectorSummary {
         let projector = try Projector(connection: access.connection, consumer: access.consumer, producer: access.producer,
-                                      priority: request.priority, options: options, logger: logger)
+                                      priority: request.priority, options: options, run: run, logger: logger)
         return try projector.run(shouldStop: shouldStop, progress: progress)
     }
 }

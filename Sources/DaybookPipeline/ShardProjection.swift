@@ -20,20 +20,6 @@ public final class ShardProjection {
         ledger = Ledger(priority: priority, store: shard, cacheBudgetBytes: cacheBudgetBytes)
     }
 
-    /// What one batch changed.
-    public struct Outcome {
-        public var applied = 0
-        /// `sample-added` events ignored because their uuid's sample in force had a higher
-        /// version (`Ledger.staleResendCount`).
-        public var staleResends = 0
-        /// Cache figures of this batch (`Ledger.cacheHits`, `cacheMisses`, `cacheEvictions`).
-        public var cacheHits = 0
-        public var cacheMisses = 0
-        public var cacheEvictions = 0
-        /// The recomputed rows (nil: the day has no data any more).
-        public var rows: [DayKey: DayTotal?] = [:]
-    }
-
     /// Applies `events` (in log order, positions increasing) and commits them with
     /// `deadLetters` and `nextPosition` as one transaction. Events at positions below
     /// `rereadBelow` were applied before and are re-read (`Ledger.reapply`: nothing steps
@@ -42,7 +28,7 @@ public final class ShardProjection {
     /// Each event's `deliveredAt` (its Kafka timestamp; nil from a file) is when a
     /// `sample-added` showed its source alive, for the sync state (`SourceSync`).
     public func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter] = [],
-                      rereadBelow: Int64 = .min, nextPosition: Int64) throws -> Outcome {
+                      rereadBelow: Int64 = .min, nextPosition: Int64) throws -> BatchOutcome {
         try apply(events, deadLetters: deadLetters, rereadBelow: rereadBelow, nextPosition: nextPosition, recordingSync: true)
     }
 
@@ -70,7 +56,7 @@ public final class ShardProjection {
     }
 
     private func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter],
-                       rereadBelow: Int64, nextPosition: Int64, recordingSync: Bool) throws -> Outcome {
+                       rereadBelow: Int64, nextPosition: Int64, recordingSync: Bool) throws -> BatchOutcome {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
@@ -81,7 +67,7 @@ public final class ShardProjection {
             fail()
             throw error
         }
-        var outcome = Outcome()
+        var outcome = BatchOutcome()
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
         for (event, position, deliveredAt) in events {

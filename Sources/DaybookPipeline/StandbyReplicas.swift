@@ -92,7 +92,7 @@ final class StandbyReplicas {
         do {
             consumer = try KafkaConsumer(connection: connection, configuration: own, logger: logger)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
     }
 

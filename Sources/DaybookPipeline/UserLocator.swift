@@ -77,7 +77,7 @@ public final class UserLocator {
             assignment = (.now, value)
             return value
         } catch {
-            throw ProjectorError(kind: .kafka, message: "describing consumer group \(consumer.groupID): \(error)", kafkaError: error)
+            throw ProjectorError.kafka("describing consumer group \(consumer.groupID): \(error)", error)
         }
     }
 }

@@ -196,11 +196,11 @@ enum DemoCommand: Subcommand {
 
     private static func project(_ config: DaybookConfiguration, into dir: String, recordChanges: Bool) throws -> ProjectorSummary {
         var options = ProjectorOptions(dataDirectory: dir)
-        options.untilCaughtUp = true
         options.solo = true
         do {
             let projector = try Projector(connection: config.connection, consumer: config.consumer, producer: config.producer,
-                                          priority: config.priority, options: options, logger: Logger(label: "demo", level: .warning))
+                                          priority: config.priority, options: options, run: .live(untilCaughtUp: true),
+                                          logger: Logger(label: "demo", level: .warning))
             projector.recordChangedKeys = recordChanges
             return try projector.run(shouldStop: { Shutdown.isRequested }) { _ in }
         } catch {

@@ -126,13 +126,11 @@ enum ProjectCommand: Subcommand {
             config.consumer.groupID = group
         }
         var options = ProjectorOptions(dataDirectory: data)
-        options.untilCaughtUp = arguments.has("--until-caught-up")
         options.solo = arguments.has("--solo")
         options.connectTimeout = connectTimeout
         options.topic = try arguments.topic(default: options.topic)
         options.cacheBytes = config.cacheMegabytes << 20
         options.stagingBytes = config.batchMegabytes << 20
-        options.recordRoles = true
         if let standby = arguments.value("--standby") {
             guard !options.solo else {
                 throw CLIError.usage("--standby keeps shards of partitions this member does not own, but --solo owns every partition it reads: give one of them")
@@ -160,7 +158,8 @@ enum ProjectCommand: Subcommand {
         var projector: Projector?
         do {
             let running = try Projector(connection: config.connection, consumer: config.consumer, producer: config.producer,
-                                        priority: config.priority, options: options, logger: logger)
+                                        priority: config.priority, options: options,
+                                        run: .live(untilCaughtUp: arguments.has("--until-caught-up"), recordingRoles: true), logger: logger)
             projector = running
             summary = try running.run(shouldStop: { Shutdown.isRequested }) { progress in
                 reporter.update(progress.line)

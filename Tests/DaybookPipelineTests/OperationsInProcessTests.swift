@@ -56,7 +56,7 @@ import Testing
         try rig.publish(try (0..<4).map { try Self.sample(u0, $0) } + (0..<2).map { try Self.sample(u1, $0) })
         try rig.publishRaw([(key: u1, value: "{not json")])
         let dir = rig.dataDirectory()
-        try rig.project(into: dir) { $0.forwardDeadLetters = false }
+        try rig.project(into: dir, run: .live(untilCaughtUp: true, forwardingDeadLetters: false))
         // After: 3 more of u0 and 5 more of u1: lag 3 in partition 0 and 5 in partition 1
         // (not the 8 of the whole topic, nor 0 as the shards alone would say).
         try rig.publish(try (4..<7).map { try Self.sample(u0, $0) } + (2..<7).map { try Self.sample(u1, $0) })

@@ -67,15 +67,14 @@ final class PipelineRig {
 
     /// Runs a solo projector into `dir` until it has caught up with the log.
     @discardableResult
-    func project(into dir: String, priority: SourcePriority = .builtIn,
+    func project(into dir: String, priority: SourcePriority = .builtIn, run: ProjectionRun = .live(untilCaughtUp: true),
                  _ configure: (inout ProjectorOptions) -> Void = { _ in }) throws -> ProjectorSummary {
         var options = ProjectorOptions(dataDirectory: dir)
         options.solo = true
-        options.untilCaughtUp = true
         options.connectTimeout = .seconds(10)
         configure(&options)
         let projector = try Projector(connection: connection, consumer: consumer(), producer: ProducerConfiguration(),
-                                      priority: priority, options: options, logger: .silent)
+                                      priority: priority, options: options, run: run, logger: .silent)
         let summary = try projector.run(shouldStop: { false }, progress: { _ in })
         #expect(summary.caughtUp)
         return summary

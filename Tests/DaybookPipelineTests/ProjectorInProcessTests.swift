@@ -56,7 +56,7 @@ import Testing
         try rig.publishRaw([(key: "ana", value: "{\"type\":\"sample-added\",\"user\":\"ana\"}"), (key: "ana", value: "not json")])
         try rig.publish(Array(events.dropFirst(3)))
         let dir = rig.dataDirectory()
-        let summary = try rig.project(into: dir) { $0.forwardDeadLetters = false }
+        let summary = try rig.project(into: dir, run: .live(untilCaughtUp: true, forwardingDeadLetters: false))
         #expect(summary.deadLetters == 2)
         #expect(summary.applied == events.count)
         // The events after the bad ones were applied: the rows are those of the good events.

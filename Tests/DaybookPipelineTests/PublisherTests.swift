@@ -43,10 +43,9 @@ import Testing
     static func project(_ broker: EmbeddedBroker, into data: String) throws -> ProjectorSummary {
         var options = ProjectorOptions(dataDirectory: data)
         options.solo = true
-        options.untilCaughtUp = true
         options.connectTimeout = .seconds(10)
         let projector = try Projector(connection: connection(broker), consumer: ConsumerConfiguration(), producer: ProducerConfiguration(),
-                                      priority: .builtIn, options: options, logger: .silent)
+                                      priority: .builtIn, options: options, run: .live(untilCaughtUp: true), logger: .silent)
         return try projector.run(shouldStop: { false }, progress: { _ in })
     }
 

@@ -80,9 +80,8 @@ import Testing
                     var options = ProjectorOptions(dataDirectory: dir)
                     options.connectTimeout = .seconds(10)
                     options.standby = standby
-                    options.recordRoles = recordRoles
                     let projector = try Projector(connection: connection, consumer: consumer, producer: ProducerConfiguration(),
-                                                  priority: .builtIn, options: options, logger: logger)
+                                                  priority: .builtIn, options: options, run: .live(recordingRoles: recordRoles), logger: logger)
                     defer {
                         let standbyStatistics = projector.standbyStatistics
                         locked { _standbyStatistics = standbyStatistics }
@@ -206,18 +205,17 @@ import Testing
         try rig.publish(events)
         let dir = rig.dataDirectory()
         var options = ProjectorOptions(dataDirectory: dir)
-        options.untilCaughtUp = true
         options.connectTimeout = .seconds(10)
         let projector = try Projector(connection: rig.connection, consumer: rig.consumer(), producer: ProducerConfiguration(),
-                                      priority: .builtIn, options: options, logger: .silent)
-        let consumer = projector.kafkaConsumer
+                                      priority: .builtIn, options: options, run: .live(untilCaughtUp: true), logger: .silent)
+        let consumer = projector.consumer
         var moved: [Int32: Int64] = [:]
         var rounds = 0, roundsSinceMoved = 0
         // shouldStop runs on the poll loop's thread, between two rounds: what was started in
         // the last round has had nothing of it polled yet.
         let summary = try projector.run(shouldStop: {
             rounds += 1
-            for partition in projector.workersByPartition where moved[partition] == nil {
+            for partition in projector.workers.keys where moved[partition] == nil {
                 let tp = TopicPartition(PipelineRig.topic, partition)
                 guard let end = try? consumer.watermarks(tp).high, (try? consumer.seek([tp: end])) != nil else { continue }
                 moved[partition] = end

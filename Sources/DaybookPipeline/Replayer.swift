@@ -147,8 +147,7 @@ public struct Replayer {
             try LiveLogCheck.checkOffset(path: path, next: shardOffset, tp: tp, low: low, high: high)
             // One writer per shard: a replay beside a running projector would only fail later.
             if Shard.isHeld(path) {
-                throw ProjectorError(kind: .shard, message: "\(path): another projector holds this shard; stop it first",
-                                     shardKind: .locked, shardDetail: .held(path: path, waited: .zero))
+                throw ProjectorError.shard("\(path): another projector holds this shard; stop it first", .locked, .held(path: path, waited: .zero))
             }
             let wanted = asked[p] ?? shardOffset
             try Projector.checkRereadStart(wanted, tp: tp, low: low)
@@ -166,17 +165,13 @@ public struct Replayer {
     public func run(_ plans: [ReplayPlan], shouldStop: () -> Bool = { false },
                     progress: (ProjectorProgress) -> Void = { _ in }) throws -> ProjectorSummary {
         var options = ProjectorOptions(dataDirectory: directory)
-        options.solo = true
-        options.untilCaughtUp = true
         options.partitions = plans.map(\.partition)
-        options.startOffsets = Dictionary(uniqueKeysWithValues: plans.filter { $0.start < $0.shardOffset }.map { ($0.partition, $0.start) })
         options.connectTimeout = connectTimeout
         options.topic = topic
         options.cacheBytes = cacheBytes
-        // Its re-reading belongs to the shards it started on.
-        options.followGenerations = false
+        let run = ProjectionRun.replay(from: Dictionary(uniqueKeysWithValues: plans.filter { $0.start < $0.shardOffset }.map { ($0.partition, $0.start) }))
         let projector = try Projector(connection: access.connection, consumer: access.consumer, producer: access.producer,
-                                      priority: priority, options: options, logger: logger)
+                                      priority: priority, options: options, run: run, logger: logger)
         return try projector.run(shouldStop: shouldStop, progress: progress)
     }
 }

@@ -44,14 +44,14 @@ extension LogAccess {
         do {
             consumer = try KafkaConsumer(connection: connection, configuration: self.consumer, logger: logger)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
         defer { consumer.close() }
         let count: Int
         do {
             count = try consumer.partitionCount(topic, within: timeout) ?? 0 // (nothing asks it to stop)
         } catch {
-            throw ProjectorError(kind: .kafka, message: "\(error)", kafkaError: error)
+            throw ProjectorError.kafka("\(error)", error)
         }
         try LiveLogCheck.check(directory: directory, topic: topic, count: count, consumer: consumer, timeout: timeout)
         return count
@@ -145,18 +145,15 @@ public final class Rebuilder {
         // Build until the staged shards reach the end of the log and the live offsets.
         var options = ProjectorOptions(dataDirectory: stagingPath)
         options.topic = request.topic
-        options.solo = true
-        options.untilCaughtUp = true
         options.partitions = request.partitions
         options.cacheBytes = request.cacheBytes
         options.connectTimeout = request.connectTimeout
-        options.forwardDeadLetters = false
         let reader = ShardReader(directory: dir)
         let topic = request.topic
-        options.catchUpTargets = { try reader.offsets(topic: topic).mapValues(\.nextOffset) }
+        let run = ProjectionRun.rebuild { try reader.offsets(topic: topic).mapValues(\.nextOffset) }
         let summary: ProjectorSummary
         do {
-            summary = try buildStaging(options, shouldStop: shouldStop, progress: progress)
+            summary = try buildStaging(options, run, shouldStop: shouldStop, progress: progress)
         } catch let error as ProjectorError where error.kind == .storage {
             throw error.storageFault(in: """
                 the live projection is untouched. The staged generation \(stagingPath) keeps what it wrote, and the space: rerun \
@@ -199,10 +196,10 @@ public final class Rebuilder {
 
     /// Runs a projector into the staging directory; it is gone (its shards closed and
     /// unlocked) when this returns.
-    private func buildStaging(_ options: ProjectorOptions, shouldStop: @escaping () -> Bool,
+    private func buildStaging(_ options: ProjectorOptions, _ run: ProjectionRun, shouldStop: @escaping () -> Bool,
                               progress: (ProjectorProgress) -> Void) throws -> ProjectorSummary {
         let projector = try Projector(connection: access.connection, consumer: access.consumer, producer: access.producer,
-                                      priority: request.priority, options: options, logger: logger)
+                                      priority: request.priority, options: options, run: run, logger: logger)
         return try projector.run(shouldStop: shouldStop, progress: progress)
     }
 
@@ -212,13 +209,11 @@ public final class Rebuilder {
         let wanted = request.priority.fingerprint
         let liveOrders = layout.priority.map { [$0.fingerprint] } ?? Set(live.values.compactMap(\.fingerprint)).sorted()
         guard let other = liveOrders.first(where: { !SourcePriority.sameRanking($0, wanted) }) else { return }
-        var error = ProjectorError(kind: .shard, message: """
+        throw ProjectorError.shard("""
             the live projection is under source priority \(other), not \(wanted): rebuilding only partition\(partitions.count == 1 ? "" : "s") \
             \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
             partition to change the order, or rebuild some under the live order to repair them.
-            """, shardKind: .priorityMismatch)
-        error.detail = .partialRebuildPriority(live: other, wanted: wanted, partitions: partitions.sorted())
-        throw error
+            """, .priorityMismatch, detail: .partialRebuildPriority(live: other, wanted: wanted, partitions: partitions.sorted()))
     }
 
     static func timestamp() -> String {
