@@ -130,21 +130,51 @@ public final class Ledger {
                 }
             }
         }
-        var ranges: [(UserState, String, Metric, ClosedRange<Int32>)] = []
-        // 2. The samples near every version an event adds or replaces.
+        // 2. The samples near every version an event adds or replaces: the days each needs,
+        // gathered per (user, metric) and merged where they overlap or touch, so that a batch
+        // probes each window once however many of its events need it.
+        var needs: [NeedKey: (state: UserState, user: String, days: [ClosedRange<Int32>])] = [:]
+        func need(_ state: UserState, _ userID: String, _ metric: Metric, _ days: ClosedRange<Int32>) {
+            let key = NeedKey(state: ObjectIdentifier(state), metric: metric.index)
+            if let last = needs[key]?.days.last, last == days { return } // the usual case: the same days again
+            needs[key, default: (state, userID, [])].days.append(days)
+        }
         for event in events {
-            guard let uuid = event.uuid, let state = users[event.user] else { continue } // a complete user: hits only
+            guard let uuid = event.uuid, let state = cachedUser(event.user) else { continue } // a complete user: hits only
             if case .sampleAdded(let sample) = event {
-                ranges.append((state, event.user, sample.metric,
-                               Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric)))
+                need(state, event.user, sample.metric,
+                     Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric))
             }
             if case .live(let metric, let seq)? = state.uuids[uuid], let r = state.metrics[metric]?.records[seq] {
-                ranges.append((state, event.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric)))
+                need(state, event.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
             }
         }
-        for (state, userID, metric, days) in ranges {
-            try ensureLoaded(days, metric: metric, state: state, user: userID, store: store)
+        for (key, need) in needs {
+            guard let metric = Metric(storageCode: key.metric) else { continue }
+            for days in Ledger.merged(need.days) {
+                try ensureLoaded(days, metric: metric, state: need.state, user: need.user, store: store)
+            }
         }
+    }
+
+    /// A (cached user, metric) whose days a load gathers.
+    private struct NeedKey: Hashable {
+        var state: ObjectIdentifier
+        var metric: Int
+    }
+
+    /// `ranges` as the fewest ranges covering the same days (overlapping or adjacent ones joined).
+    static func merged(_ ranges: [ClosedRange<Int32>]) -> [ClosedRange<Int32>] {
+        guard ranges.count > 1 else { return ranges }
+        var out: [ClosedRange<Int32>] = []
+        for r in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = out.last, r.lowerBound <= last.upperBound &+ 1 {
+                out[out.count - 1] = last.lowerBound...max(last.upperBound, r.upperBound)
+            } else {
+                out.append(r)
+            }
+        }
+        return out
     }
 
     /// UTC days whose samples a version of a sample can touch, as a change or a recompute:

@@ -133,6 +133,22 @@ import Testing
         expectDiscriminating([phone, manual], total: 915)
     }
 
+    @Test func aLoadJoinsTheDaysItsEventsNeedIntoTheFewestRanges() {
+        // 1...5 and 3...7 overlap, 8...9 touches them, 11...12 stands apart, 4...4 lies inside.
+        #expect(Ledger.merged([3...7, 11...12, 1...5, 8...9, 4...4]) == [1...9, 11...12])
+        #expect(Ledger.merged([2...2]) == [2...2])
+        #expect(Ledger.merged([]) == [])
+    }
+
+    @Test func aBatchCountsEachDayWindowOnce() throws {
+        // Three one-hour samples of a user the store has nothing of, on 2024-05-06, in one
+        // batch: they need the same UTC day ± 2, so the load counts 5 windows, not 15.
+        let ledger = Ledger(priority: LogGenerator.priority, store: MemoryStore(), cacheBudgetBytes: Int.max)
+        let batch = (1...3).map { added("s\($0)", "watch", "2024-05-06T0\($0):00:00Z", "2024-05-06T0\($0 + 1):00:00Z", 100, zone: "UTC") }
+        try ledger.load(for: batch)
+        #expect(ledger.cacheHits == 5 && ledger.cacheMisses == 0)
+    }
+
     @Test func cacheHitsMissesAndEvictionsCountDayWindows() throws {
         // Each one-hour steps sample on 2024-05-06 needs its UTC day ± 2: 5 windows a batch.
         // 1. a user the store has nothing of: complete, 5 hits, nothing read;
