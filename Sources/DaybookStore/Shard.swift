@@ -413,8 +413,16 @@ public final class Shard {
         try database.inTransaction {
             var ids = try loadNames()
             let addName = try database.statement("INSERT INTO names (name) VALUES (?)")
+            // A batch names a handful of sources and zones over and over: the last few are
+            // compared before the dictionary is hashed.
+            var recent: [(name: String, id: Int64)] = []
             func id(_ name: String) throws -> Int64 {
-                if let id = ids[name] { return id }
+                for entry in recent where entry.name == name { return entry.id }
+                if let id = ids[name] {
+                    if recent.count == 4 { recent.removeFirst() }
+                    recent.append((name, id))
+                    return id
+                }
                 try addName.bind(1, name)
                 try addName.run()
                 let id = database.lastInsertedRowID
