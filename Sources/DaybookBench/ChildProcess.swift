@@ -32,6 +32,8 @@ final class ChildProcess: Sendable {
         /// True when the signal that ended it was ours (a watchdog or `stop`).
         var stoppedByUs: Bool
         var timedOut: Bool
+        /// CPU time the child used, user and system, all its threads (wait4's rusage).
+        var cpuSeconds: Double = 0
 
         var peakRSSMegabytes: Double { Double(peakRSSBytes) / 1_048_576 }
 
@@ -176,7 +178,9 @@ final class ChildProcess: Sendable {
         return Outcome(exitCode: termination == 0 ? (status >> 8) & 0xFF : nil,
                        signal: termination == 0 ? nil : termination,
                        seconds: seconds, peakRSSBytes: peakBytes.withLock { $0 },
-                       stoppedByUs: signalled && termination != 0, timedOut: timedOut)
+                       stoppedByUs: signalled && termination != 0, timedOut: timedOut,
+                       cpuSeconds: Double(usage.ru_utime.tv_sec) + Double(usage.ru_stime.tv_sec)
+                           + (Double(usage.ru_utime.tv_usec) + Double(usage.ru_stime.tv_usec)) / 1e6)
     }
 
     /// The last `lines` lines of the child's standard error, indented, for failure messages

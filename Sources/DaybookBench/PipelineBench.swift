@@ -69,6 +69,8 @@ public enum PipelineBench {
         public var seconds: Double
         public var peakRSSMegabytes: Double
         public var cacheHits = 0, cacheMisses = 0, cacheEvictions = 0
+        /// CPU time (user and system) over wall time: how many of the cores the run kept busy.
+        public var cpus = 0.0
     }
 
     /// The raw consumers and the projectors on one order of the log.
@@ -452,7 +454,8 @@ public enum PipelineBench {
         return Timed(seconds: outcome.seconds, peakRSSMegabytes: outcome.peakRSSMegabytes,
                      cacheHits: metrics["daybook_state_cache_hits_total"] ?? 0,
                      cacheMisses: metrics["daybook_state_cache_misses_total"] ?? 0,
-                     cacheEvictions: metrics["daybook_state_cache_evictions_total"] ?? 0)
+                     cacheEvictions: metrics["daybook_state_cache_evictions_total"] ?? 0,
+                     cpus: outcome.seconds > 0 ? outcome.cpuSeconds / outcome.seconds : 0)
     }
 
     /// The integer samples of a Prometheus text file by family name (labels ignored: the

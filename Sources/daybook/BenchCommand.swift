@@ -81,10 +81,12 @@ enum BenchCommand: Subcommand {
       arrival_project_group_events_per_s, arrival_project_group_peak_rss_mb,
       arrival_project_group_cache_hits, arrival_project_group_cache_misses,
       arrival_project_group_cache_evictions, ratio_arrival_project_solo_to_raw_direct,
-      ratio_arrival_project_group_to_raw_group, then instructions_events,
+      ratio_arrival_project_group_to_raw_group, project_solo_cpus, project_group_cpus,
+      arrival_project_solo_cpus, arrival_project_group_cpus (CPU time, user and system,
+      over wall time: how many cores each projector kept busy), then instructions_events,
       project_solo_instructions_per_event, kcat_instructions_per_event and
       ratio_project_solo_to_kcat_instructions (null when not measured). Cache hits and misses count (user,
-      metric, UTC day) windows a batch needed, found in the state cache or read from the
+      metric, UTC day) windows a batch's load needed (each once per load), found in the state cache or read from the
       shard; evictions count the windows dropped to fit state.cache_mb.
     Seconds are wall time from spawn to exit (kcat consumers: to their last message);
     events/s is events / seconds; peak RSS in MiB. BENCHMARKS.md explains each figure.

@@ -26,6 +26,7 @@ import Testing
         "arrival_project_solo_cache_hits", "arrival_project_solo_cache_misses", "arrival_project_solo_cache_evictions",
         "arrival_project_group_seconds", "arrival_project_group_events_per_s", "arrival_project_group_peak_rss_mb",
         "arrival_project_group_cache_hits", "arrival_project_group_cache_misses", "arrival_project_group_cache_evictions",
+        "project_solo_cpus", "project_group_cpus", "arrival_project_solo_cpus", "arrival_project_group_cpus",
         "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
         "instructions_events", "project_solo_instructions_per_event", "kcat_instructions_per_event", "ratio_project_solo_to_kcat_instructions",
     ]
@@ -82,6 +83,8 @@ import Testing
         for prefix in ["project_solo", "project_group", "arrival_project_solo", "arrival_project_group"] {
             #expect(number(prefix + "_cache_hits") + number(prefix + "_cache_misses") > 0, "\(prefix) in \(last)")
             #expect(number(prefix + "_cache_evictions") >= 0, "\(prefix) in \(last)")
+            // CPU over wall time: some work, at most every core (a little slack for clock granularity).
+            #expect(number(prefix + "_cpus") > 0 && number(prefix + "_cpus") <= number("cores") + 0.5, "\(prefix) in \(last)")
         }
         #expect(r.stdout.contains("arrival order: daybook project --solo"))
         // Instructions per event, counted under callgrind on a log of their own: the
