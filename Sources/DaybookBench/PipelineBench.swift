@@ -3,6 +3,7 @@ import DaybookKafka
 import DaybookLog
 import DaybookStore
 import DaybookFiles
+import DaybookSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import DaybookCore
 import DaybookKafka
 import DaybookLog
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// What a projector is asked to do.

@@ -4,6 +4,7 @@ import DaybookKafka
 import DaybookLog
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook demo`: the whole pipeline on an embedded broker, in one command.

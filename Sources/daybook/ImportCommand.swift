@@ -4,6 +4,7 @@ import DaybookFiles
 import DaybookImport
 import DaybookImportFiles
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook import apple-health`: an Apple Health export (export.xml or export.zip) → events,

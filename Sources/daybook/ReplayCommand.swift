@@ -4,6 +4,7 @@ import DaybookKafka
 import DaybookLog
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook replay`: re-read a suffix of the log into the live shards.

@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook totals`: read the shards.
