@@ -22,8 +22,9 @@ let package = Package(
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
         // policy (page-fraction overrides), the totals day rules (a row, no data, unknown). No I/O.
         .target(name: "DaybookCore", dependencies: ["DaybookSupport"]),
-        // What Core and the tools share that is not the domain: parallel map over all cores,
-        // number and duration text for people, a repeatable random generator. No I/O.
+        // What Core and the tools share that is not the domain: a strict JSON parser and writer,
+        // parallel map over all cores, number and duration text for people, a repeatable random
+        // generator (SplitMix64). No I/O.
         .target(name: "DaybookSupport"),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
@@ -42,7 +43,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition): totals' day
         // blocks and freshness readings over every shard.
-        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"]),
+        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookSupport", "DaybookFiles"]),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too; and
         // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
@@ -62,7 +63,7 @@ let package = Package(
         // validating, keyed, accounted EventPublisher; files of event lines decoded on all
         // cores and published line by line (EventLines); a phone's sync batch decoded, checked
         // whole and published whole (SyncBatch). No SQLite: an ingestion service needs none.
-        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
         // The benchmarks: the pipeline bench (the daybook binary's broker, publish and project
         // as child processes beside kcat; their counts read from their metrics files), the
         // core bench in process, and the realistic log both use (SyntheticLog).

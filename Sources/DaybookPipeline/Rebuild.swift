@@ -2,6 +2,7 @@ import DaybookCore
 import DaybookKafka
 import DaybookLog
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// What `daybook rebuild`, `verify` and `diff` are asked to do.

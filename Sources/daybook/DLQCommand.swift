@@ -5,6 +5,7 @@ import DaybookLog
 import DaybookPipeline
 import DaybookPublish
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook dlq list|replay`: the dead letters the projector kept, and republishing their

@@ -2,6 +2,7 @@ import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookPipeline
+import DaybookSupport
 import Foundation
 
 /// `daybook locate`: which partition, shard and group member hold a user's totals.

@@ -4,6 +4,7 @@ import DaybookKafka
 import DaybookLog
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// What `rebuild`, `verify` and `diff` read from their command lines the same way.

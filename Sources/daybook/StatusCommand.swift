@@ -2,6 +2,7 @@ import DaybookCore
 import DaybookKafka
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook status`: each partition's shard, offset, lag and dead letters, and the group.
