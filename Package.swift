@@ -33,8 +33,9 @@ let package = Package(
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
         // Files replaced whole or not at all (AtomicFile), buffered writes that fail loudly
-        // (CheckedWriter, for standard output), and lines read from a mapped file or a stream
-        // through one splitter (LineInput). No dependencies.
+        // (CheckedWriter, for standard output), lines read from a mapped file or a stream
+        // through one splitter (LineInput), and temporary names and scratch directories that a
+        // killed run's successor cleans up (TemporaryName, ScratchDirectory). No dependencies.
         .target(name: "DaybookFiles"),
         // The Prometheus text format and the metrics file node_exporter's textfile collector
         // reads (written with DaybookFiles' AtomicFile).
@@ -48,13 +49,15 @@ let package = Package(
         // verify/diff comparison and replay (its plan and run), each a projection too; and
         // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
         // report's Prometheus series (StaleMetrics).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookSupport", "DaybookFiles", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore", "DaybookSupport"]),
         // Apple Health exports from files: export.xml, standard input, or export.zip through an
-        // unzip child (ExportInput), and the import loop that feeds DaybookImport's pure
-        // importer and hands each event line on (AppleHealthImport). No Kafka, no SQLite.
+        // unzip child (ExportInput); the import loop that feeds DaybookImport's pure importer
+        // and hands each event line on (AppleHealthImport); where the lines go, `--out` checked
+        // against the input, a file replaced whole or a staging file (ImportOutput). No Kafka,
+        // no SQLite.
         .target(name: "DaybookImportFiles", dependencies: ["DaybookImport", "DaybookFiles"]),
         // config/daybook.json read and checked into typed settings (priority, Kafka, state,
         // freshness); errors name the member. Used by the executable and the fuzz target.

@@ -1,5 +1,6 @@
 import DaybookConfiguration
 import DaybookCore
+import DaybookFiles
 import DaybookPipeline
 import DaybookStore
 import Foundation
