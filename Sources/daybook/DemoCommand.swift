@@ -14,8 +14,8 @@ enum DemoCommand: Subcommand {
     static let usage = "demo [--events FILE] [--data DIR] [--config FILE]"
     static let options = [
         OptionSpec(name: "--events", value: "FILE", help: "Events to publish (default examples/week.jsonl)."),
-        OptionSpec(name: "--data", value: "DIR", help: "Where to put the shards (default: a new temporary directory)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Source priority (default config/daybook.json if present)."),
+        SharedOptions.data("Where to put the shards (default: a new temporary directory)."),
+        SharedOptions.config("Source priority (default config/daybook.json if present)."),
     ]
     static let discussion = """
     Starts an in-process Kafka broker (librdkafka's mock cluster, 4 partitions), publishes

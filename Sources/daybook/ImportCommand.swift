@@ -14,7 +14,7 @@ enum ImportCommand: Subcommand {
     static let name = "import"
     static let abstract = "Convert an Apple Health export into events; write them or publish them."
     static let usage = """
-    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F | --brokers B [--topic T] [--config F] [--connect-timeout S]]
+    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F | --brokers B [--topic T] [--config FILE] [--connect-timeout S]]
            daybook import generate [--megabytes N] [--seed N] [--days N] [--out F]
     """
     static let options = [
@@ -23,8 +23,8 @@ enum ImportCommand: Subcommand {
         OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable).", repeatable: true),
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete; a symlink's target is, the link stays; a FIFO or device is written through) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
-        OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
-        OptionSpec(name: "--config", value: "FILE", help: "With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
+        SharedOptions.topic("With --brokers: the topic (default health-samples)."),
+        SharedOptions.config("With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--megabytes", value: "N", help: "generate: about how large the export is (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "generate: random seed, for a repeatable export (default 1)."),

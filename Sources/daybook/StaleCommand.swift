@@ -11,11 +11,11 @@ enum StaleCommand: Subcommand {
     static let abstract = "List (user, source) pairs silent past their source's threshold; page on a share of a source's users."
     static let usage = "stale --data DIR [--config FILE] [--now T] [--page-fraction F | SOURCE=F,…] [--format table|json] [--all | --summary] [--metrics-file PATH]"
     static let options = [
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (as given to project)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Thresholds, page fractions and canaries: the freshness section (config/daybook.json)."),
+        SharedOptions.data(),
+        SharedOptions.config("Thresholds, page fractions and canaries: the freshness section (config/daybook.json)."),
         OptionSpec(name: "--now", value: "T", help: "Judge silence as of this RFC 3339 time (default: the clock)."),
         OptionSpec(name: "--page-fraction", value: "F", help: "Page when this share of a source's users is stale: one number for every source, or SOURCE=F,… (overrides the config)."),
-        OptionSpec(name: "--format", value: "F", help: "table (default, for people) or json (one object)."),
+        SharedOptions.format("table (default, for people) or json (one object)."),
         OptionSpec(name: "--all", value: nil, help: "Also list every pair, stale or not, with its sync state."),
         OptionSpec(name: "--summary", value: nil, help: "Only the per-source summary and the canaries (for cron and --metrics-file: memory and output stay small however many pairs are stale)."),
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Also write the figures in the Prometheus text format to PATH (atomically; for node_exporter's textfile collector)."),
@@ -77,9 +77,8 @@ enum StaleCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("stale takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("stale needs --data DIR") }
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json") }
+        let data = try arguments.data(for: "stale")
+        let format = try arguments.format(["table", "json"])
         var now = Instant(nanoseconds: Int64((Date().timeIntervalSince1970 * 1e9).rounded(.down)))
         if let text = arguments.value("--now") {
             do {
