@@ -152,7 +152,7 @@ enum DemoCommand: Subcommand {
         current.priority = reranked
         let fresh = try freshness(current, live: live)
         say("\n6. dana's phone last checked in \(fresh.phoneHours) hours ago, her watch just now; every other source delivered")
-        say("   samples a moment ago (their Kafka timestamps are their sign of life). daybook stale says:")
+        say("   samples a moment ago (their Kafka timestamps are when they were last seen). daybook stale says:")
         var table: [String] = []
         StaleReportText.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
         for line in table { say(line.isEmpty ? "" : "   " + line) }

@@ -140,12 +140,12 @@ enum VerifyCommand: Subcommand {
     the end) exactly up to each live shard's offset, under the live projection's priority
     (the manifest's, or the one the shards record, which --config must then match), and
     compares every (user, metric, day) row — value and per-source shares — and every
-    (user, source) sync state (freshness) with the live shard as of that same offset: the
+    (user, source) freshness with the live shard as of that same offset: the
     live shards are read in read transactions opened before the build, so a running
     projector writes on without moving what is compared (its WAL grows meanwhile). Prints
     each differing row with both values; touches nothing live.
 
-    EXIT CODES: 0 identical; 1 some rows or sync states differ (each printed); 64 usage;
+    EXIT CODES: 0 identical; 1 some rows or pairs' freshness differ (each printed); 64 usage;
     66 DIR missing; 69 Kafka unreachable; 74 storage failure; 75 interrupted (rerun); 76
     the log does not hold what is needed, or is not the live shards' (another cluster,
     fewer partitions, a log that ends before a shard's offset: checked before the

@@ -23,8 +23,8 @@ enum TotalsCommand: Subcommand {
     never 0. Safe to run while a projector writes. A shard kept as a warm standby
     ('project --standby') may lag the log: totals says so on stderr, naming the partition.
 
-    UNKNOWN, not zero: a day not over at the last sign of life (check-in, or delivered
-    sample) of a source that speaks for the metric — that day and every later one — is
+    UNKNOWN, not zero: a day not over when a source that speaks for the metric was last
+    seen (its check-in, or a delivered sample) — that day and every later one — is
     'unknown': its data may still come. table prints the word (after the total if there
     is one, naming the silent source and since when); json adds "unknown":["phone"] to the
     day's line, and prints such a day without a row as {"user","metric","day","unknown"};
