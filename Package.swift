@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
-        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookFiles", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),
         // The projector, rebuild, verify, diff, replay, the publisher and dead-letter replay in
         // process against EmbeddedBroker over TCP, into real shard files.
         .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookFiles", "DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
