@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The hot path's modules (decode, ledger, store, projection) are built without the runtime
+/// exclusivity checks in release builds: under callgrind they cost ~3k instructions per
+/// event (BENCHMARKS.md). Debug builds, which every test runs, keep the checks, so a
+/// conflicting access still traps there; the compile-time checks apply to every build.
+let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "Daybook",
     products: [
@@ -21,11 +27,11 @@ let package = Package(
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
         // policy (page-fraction overrides), the totals day rules (a row, no data, unknown). No I/O.
-        .target(name: "DaybookCore", dependencies: ["DaybookSupport"]),
+        .target(name: "DaybookCore", dependencies: ["DaybookSupport"], swiftSettings: hotPath),
         // What Core and the tools share that is not the domain: a strict JSON parser and writer,
         // parallel map over all cores, number and duration text for people, a repeatable random
         // generator (SplitMix64). No I/O.
-        .target(name: "DaybookSupport"),
+        .target(name: "DaybookSupport", swiftSettings: hotPath),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         // Producer, consumer, admin and the embedded (mock-cluster) broker, in Swift types.
@@ -44,12 +50,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition): totals' day
         // blocks and freshness readings over every shard.
-        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookSupport", "DaybookFiles"]),
+        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookSupport", "DaybookFiles"], swiftSettings: hotPath),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too; and
         // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
         // report's Prometheus series (StaleMetrics).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookSupport", "DaybookFiles", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"]),
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookSupport", "DaybookFiles", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"], swiftSettings: hotPath),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
         .target(name: "DaybookImport", dependencies: ["DaybookCore", "DaybookSupport"]),
@@ -74,7 +80,7 @@ let package = Package(
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
-        .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "DaybookSupportTests", dependencies: ["DaybookSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),

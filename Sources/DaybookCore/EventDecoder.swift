@@ -71,6 +71,7 @@ public struct EventDecoder: Sendable {
     public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(EventError) -> Event {
         // Well-formed events of the usual shape are read without building a tree; anything
         // else (including every invalid line) goes the general way, which names the fault.
+        if let event = FastEventReader.event(bytes) { return event }
         if let fields = FastEventReader.read(bytes) { return try validate(fields) }
         let json: JSONValue
         var integers: [String: Int64]? = [:]

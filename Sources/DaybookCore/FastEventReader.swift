@@ -52,6 +52,118 @@ enum FastEventReader {
         }
     }
 
+    /// A valid event of the most usual shape, built straight from the bytes; nil for
+    /// anything else, which `read` and then the general path take (so they alone word every
+    /// error). The usual shape: `sample-added` or `sample-deleted` with only the members of
+    /// format 1, each once; ids, names and times printable ASCII without escapes (ASCII is
+    /// NFC, so no normalization pass); every rule of `EventDecoder.validateSample` holds.
+    /// Builds only what the event keeps: four Strings of a sample (user, uuid, source,
+    /// zone), none for its type, metric, unit or times.
+    /// Complexity: O(n) in the line length, one pass.
+    static func event(_ bytes: UnsafeBufferPointer<UInt8>) -> Event? {
+        var r = JSONParser.Reader(bytes: bytes)
+        var type: UnsafeBufferPointer<UInt8>?, user: UnsafeBufferPointer<UInt8>?, uuid: UnsafeBufferPointer<UInt8>?
+        var sample: Sample?
+        var seen = Members()
+        let ok = object(&r) { key, r in
+            if key.is("type") { guard seen.first(0) else { return false }; type = ascii(&r); return type != nil }
+            if key.is("user") { guard seen.first(1) else { return false }; user = ascii(&r); return user != nil }
+            if key.is("uuid") { guard seen.first(2) else { return false }; uuid = ascii(&r); return uuid != nil }
+            if key.is("schema") {
+                guard seen.first(3), case .number(1)? = try? r.number() else { return false }
+                return true
+            }
+            if key.is("sample") {
+                guard seen.first(4) else { return false }
+                sample = validSample(&r)
+                return sample != nil
+            }
+            return false
+        }
+        guard ok, let type, let user, !user.isEmpty else { return nil }
+        r.skipSpace()
+        guard r.i == bytes.count else { return nil }
+        if Key(bytes: type).is("sample-added") {
+            guard uuid == nil, var s = sample else { return nil }
+            s.user = String(decoding: user, as: UTF8.self)
+            return .sampleAdded(s)
+        }
+        if Key(bytes: type).is("sample-deleted") {
+            guard sample == nil, let uuid, !uuid.isEmpty else { return nil }
+            return .sampleDeleted(user: String(decoding: user, as: UTF8.self), uuid: String(decoding: uuid, as: UTF8.self))
+        }
+        return nil
+    }
+
+    /// A sample that passes every rule of `EventDecoder.validateSample`, computed as it
+    /// computes it (same conversions, same bounds), with an empty user; nil otherwise.
+    private static func validSample(_ r: inout JSONParser.Reader) -> Sample? {
+        var uuid: UnsafeBufferPointer<UInt8>?, metricName: UnsafeBufferPointer<UInt8>?, source: UnsafeBufferPointer<UInt8>?
+        var start: UnsafeBufferPointer<UInt8>?, end: UnsafeBufferPointer<UInt8>?, unit: UnsafeBufferPointer<UInt8>?
+        var zone: UnsafeBufferPointer<UInt8>?
+        var value: Double?
+        var version: Int64 = 0
+        var seen = Members()
+        let ok = object(&r) { key, r in
+            if key.is("uuid") { guard seen.first(0) else { return false }; uuid = ascii(&r); return uuid != nil }
+            if key.is("metric") { guard seen.first(1) else { return false }; metricName = ascii(&r); return metricName != nil }
+            if key.is("source") { guard seen.first(2) else { return false }; source = ascii(&r); return source != nil }
+            if key.is("start") { guard seen.first(3) else { return false }; start = ascii(&r); return start != nil }
+            if key.is("end") { guard seen.first(4) else { return false }; end = ascii(&r); return end != nil }
+            if key.is("unit") { guard seen.first(5) else { return false }; unit = ascii(&r); return unit != nil }
+            if key.is("zone") { guard seen.first(6) else { return false }; zone = ascii(&r); return zone != nil }
+            if key.is("value") {
+                guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
+                      case .number(let d)? = try? r.number() else { return false }
+                value = d
+                return true
+            }
+            if key.is("version") {
+                guard seen.first(8), let v = integer(&r) else { return false }
+                version = v
+                return true
+            }
+            return false
+        }
+        guard ok, let uuid, !uuid.isEmpty, let metricName, let source, !source.isEmpty, let start, let end,
+              let raw = value, let unit, let zone else { return nil }
+        guard let entry = units.first(where: { $0.name.elementsEqual(metricName) }),
+              let factor = entry.units.first(where: { $0.unit.elementsEqual(unit) })?.factor,
+              case .instant(let from) = Instant.parse(start), case .instant(let to) = Instant.parse(end), to >= from else { return nil }
+        let metric = entry.metric
+        let (duration, overflow) = to.nanoseconds.subtractingReportingOverflow(from.nanoseconds)
+        guard !overflow, duration <= EventDecoder.maximumDuration, metric.isCumulative ? raw >= 0 : raw > 0 else { return nil }
+        let converted = raw * factor
+        guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
+        let zoneName = String(decoding: zone, as: UTF8.self)
+        guard ZoneRules.named(zoneName) != nil else { return nil }
+        return Sample(user: "", uuid: String(decoding: uuid, as: UTF8.self), metric: metric, source: String(decoding: source, as: UTF8.self),
+                      start: from, end: to, value: converted, zone: zoneName, version: version)
+    }
+
+    /// Each metric's name and its units with their factors, as bytes (`Metric.units`),
+    /// made once: matching a line's metric and unit builds nothing.
+    private static let units: [(metric: Metric, name: [UInt8], units: [(unit: [UInt8], factor: Double)])] =
+        Metric.allCases.map { m in (m, Array(m.rawValue.utf8), m.units.map { (Array($0.unit.utf8), $0.factor) }) }
+
+    /// The bytes of a string value of printable ASCII without escapes, or nil (the caller
+    /// gives up) for anything else: another type, an escape, a control or non-ASCII byte.
+    private static func ascii(_ r: inout JSONParser.Reader) -> UnsafeBufferPointer<UInt8>? {
+        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
+        let start = r.i + 1
+        var i = start
+        while i < r.bytes.count {
+            let c = r.bytes[i]
+            if c == 34 {
+                r.i = i + 1
+                return UnsafeBufferPointer(rebasing: r.bytes[start..<i])
+            }
+            if c == 92 || c < 0x20 || c >= 0x7F { return nil }
+            i += 1
+        }
+        return nil
+    }
+
     private static func readSample(_ r: inout JSONParser.Reader) -> EventDecoder.SampleFields? {
         var uuid: String?, metric: String?, source: String?, start: String?, end: String?, unit: String?, zone: String?
         var value: Double?

@@ -85,6 +85,19 @@ public final class Ledger {
         try store.reading { try load(for: events, from: store) }
     }
 
+    /// A staged batch as a projection holds it: each event with its log position and Kafka
+    /// timestamp (`ShardProjection.apply`).
+    public typealias Staged = (event: Event, position: Int64, deliveredAt: Instant?)
+
+    /// `load(for:)` of a staged batch. Concrete, so that the walk over its events is
+    /// specialised here: called across modules, the generic one walks any collection through
+    /// witness tables, one unspecialised `next()` per event.
+    public func load(forStaged events: [Staged]) throws {
+        guard let store else { return }
+        clock += 1
+        try store.reading { try load(for: events.lazy.map(\.event), from: store) }
+    }
+
     private func load(for events: some Collection<Event>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         var unknown: [String: Set<String>] = [:]
@@ -271,14 +284,28 @@ public final class Ledger {
     /// in one set). Returns whether anything changed.
     @discardableResult
     public func apply(_ event: Event, at position: Int64, dirty: inout Set<DayKey>) -> Bool {
+        var storeLacks = false
+        return apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+    }
+
+    /// Applies one event like `apply(_:at:dirty:)`, and sets `storeLacks` to what
+    /// `storeLacks(user:uuid:)` would have answered just before (asked of the same lookup).
+    @discardableResult
+    public func apply(_ event: Event, at position: Int64, dirty: inout Set<DayKey>, storeLacks: inout Bool) -> Bool {
         var changed = false
         switch event {
         case .sampleAdded(let sample):
             let state = user(sample.user)
-            if case .tombstoned? = state.uuids[sample.uuid] { return false }
+            // One lookup of the uuid decides everything below.
+            let current = state.uuids[sample.uuid]
+            switch current {
+            case .absent?: storeLacks = store != nil
+            case nil: storeLacks = store != nil && state.complete
+            default: storeLacks = false
+            }
+            if case .tombstoned? = current { return false }
             let record = makeRecord(sample, seq: position)
-            if case .live(let metric, let seq)? = state.uuids[sample.uuid],
-               let existing = state.metrics[metric]?.records[seq] {
+            if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
                 if sample.version < existing.version {
                     staleResendCount += 1
                     return false // A stale re-send: the version in force is newer.
@@ -286,7 +313,7 @@ public final class Ledger {
                 if metric == sample.metric, existing.sameContent(as: record) {
                     return false // Redelivery of the version in force: nothing changes.
                 }
-                remove(uuid: sample.uuid, from: state, userID: sample.user, dirty: &dirty)
+                remove(existing, metric: metric, from: state, userID: sample.user, dirty: &dirty)
             }
             state.uuids[sample.uuid] = .live(metric: sample.metric, seq: position)
             state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
@@ -376,10 +403,15 @@ public final class Ledger {
         guard case .live(let metric, let seq)? = state.uuids[uuid] else { return false }
         state.uuids[uuid] = .absent
         guard let record = state.metrics[metric]?.records[seq] else { return false }
+        remove(record, metric: metric, from: state, userID: userID, dirty: &dirty)
+        return true
+    }
+
+    /// Takes a cached record out of its metric's state (its uuid's state is the caller's).
+    private func remove(_ record: Record, metric: Metric, from state: UserState, userID: String, dirty: inout Set<DayKey>) {
         collectDirty(record, metric: metric, state: state, user: userID, into: &dirty)
         state.metrics[metric]?.remove(record, cumulative: metric.isCumulative, zones: zones)
         liveSampleCount -= 1
-        return true
     }
     private func makeRecord(_ s: Sample, seq: Int64) -> Record {
         Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq, version: s.version,

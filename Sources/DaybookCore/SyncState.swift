@@ -72,6 +72,17 @@ public struct SourceSync: Hashable, Sendable {
         }.sorted { $0.0 < $1.0 }
     }
 
+    /// Merges what one delivered sample of the pair says: `merge(signOfLife(.sampleAdded(sample),
+    /// deliveredAt:)!)`, in place (a batch notes every sample; this builds nothing per sample).
+    public mutating func note(_ sample: Sample, deliveredAt: Instant?) {
+        lastSampleDelivered = SourceSync.later(lastSampleDelivered, deliveredAt)
+        if newestSampleEnd.map({ sample.end > $0 || (sample.end == $0 && sample.zone > (zone ?? "")) }) ?? true {
+            newestSampleEnd = sample.end
+            zone = sample.zone
+        }
+        metrics.insert(sample.metric)
+    }
+
     /// Combines two states of the same pair: the later of each fact.
     public mutating func merge(_ other: SourceSync) {
         lastCheckIn = SourceSync.later(lastCheckIn, other.lastCheckIn)

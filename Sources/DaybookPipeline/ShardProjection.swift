@@ -76,7 +76,7 @@ public final class ShardProjection {
         batch.deadLetters = deadLetters
         let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
         do {
-            try ledger.load(for: events.lazy.map(\.event))
+            try ledger.load(forStaged: events)
         } catch {
             fail()
             throw error
@@ -85,24 +85,31 @@ public final class ShardProjection {
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
         for (event, position, deliveredAt) in events {
-            // Asked before the event changes what the cache knows of its uuid.
-            let storeLacks: Bool
-            if case .sampleAdded(let sample) = event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) } else { storeLacks = false }
-            let changed = position < rereadBelow ? ledger.reapply(event, at: position, dirty: &dirty)
-                                                 : ledger.apply(event, at: position, dirty: &dirty)
+            // What the cache knew of the uuid before the event changed it.
+            var storeLacks = false
+            let changed: Bool
+            if position < rereadBelow {
+                if case .sampleAdded(let sample) = event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
+                changed = ledger.reapply(event, at: position, dirty: &dirty)
+            } else {
+                changed = ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+            }
             switch event {
             case .sampleAdded(let sample):
                 if changed {
                     batch.upserts.append((sample, position))
                     batch.storeLacks.append(storeLacks)
                 }
+                if recordingSync {
+                    batch.sync[SyncKey(user: sample.user, source: sample.source), default: SourceSync(user: sample.user, source: sample.source)]
+                        .note(sample, deliveredAt: deliveredAt)
+                }
             case .sampleDeleted(let user, let uuid):
                 batch.deletes.append((user, uuid))
             case .sourceCheckedIn:
-                break
-            }
-            if recordingSync, let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
-                batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
+                if recordingSync, let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
+                    batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
+                }
             }
             outcome.applied += 1
         }

@@ -57,7 +57,15 @@ import Testing
             var upserts: [(Sample, Int64)] = []
             var deletes: [(String, String)] = []
             for (j, e) in batch.enumerated() {
-                let changed = ledger.apply(e, at: Int64(i + j))
+                // The answer the projector takes from apply is the one storeLacks gives just before.
+                var asked = false
+                if case .sampleAdded(let s) = e { asked = ledger.storeLacks(user: s.user, uuid: s.uuid) }
+                var changed = Set<DayKey>()
+                var storeLacks = !asked
+                ledger.apply(e, at: Int64(i + j), dirty: &changed, storeLacks: &storeLacks)
+                if case .sampleAdded = e, storeLacks != asked {
+                    Issue.record("apply said storeLacks \(storeLacks), storeLacks(user:uuid:) said \(asked) for \(e)")
+                }
                 switch e {
                 case .sampleAdded(let s): if !changed.isEmpty { upserts.append((s, Int64(i + j))) }
                 case .sampleDeleted(let u, let id): deletes.append((u, id))
