@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "daybook", targets: ["daybook"]),
         .library(name: "DaybookCore", targets: ["DaybookCore"]),
+        .library(name: "DaybookSupport", targets: ["DaybookSupport"]),
         .library(name: "DaybookKafka", targets: ["DaybookKafka"]),
         .library(name: "DaybookStore", targets: ["DaybookStore"]),
         .library(name: "DaybookPipeline", targets: ["DaybookPipeline"]),
@@ -26,7 +27,11 @@ let package = Package(
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
         // policy (page-fraction overrides), the totals day rules (a row, no data, unknown). No I/O.
-        .target(name: "DaybookCore", swiftSettings: hotPath),
+        .target(name: "DaybookCore", dependencies: ["DaybookSupport"], swiftSettings: hotPath),
+        // What Core and the tools share that is not the domain: a strict JSON parser and writer,
+        // parallel map over all cores, number and duration text for people, a repeatable random
+        // generator (SplitMix64). No I/O.
+        .target(name: "DaybookSupport", swiftSettings: hotPath),
         // librdkafka from Debian (librdkafka-dev), seen only by DaybookKafka/RDKafka.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         // Producer, consumer, admin and the embedded (mock-cluster) broker, in Swift types.
@@ -34,8 +39,9 @@ let package = Package(
         // A small logger with a stderr and an in-memory handler; no global bootstrap.
         .target(name: "DaybookLog"),
         // Files replaced whole or not at all (AtomicFile), buffered writes that fail loudly
-        // (CheckedWriter, for standard output), and lines read from a mapped file or a stream
-        // through one splitter (LineInput). No dependencies.
+        // (CheckedWriter, for standard output), lines read from a mapped file or a stream
+        // through one splitter (LineInput), and temporary names and scratch directories that a
+        // killed run's successor cleans up (TemporaryName, ScratchDirectory). No dependencies.
         .target(name: "DaybookFiles"),
         // The Prometheus text format and the metrics file node_exporter's textfile collector
         // reads (written with DaybookFiles' AtomicFile).
@@ -44,49 +50,52 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The SQLite wrapper and the shard read model (one file per partition): totals' day
         // blocks and freshness readings over every shard.
-        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookFiles"], swiftSettings: hotPath),
+        .target(name: "DaybookStore", dependencies: ["CSQLite", "DaybookCore", "DaybookSupport", "DaybookFiles"], swiftSettings: hotPath),
         // Kafka → core → shards: the projector and its dead-letter outbox; rebuild, the
         // verify/diff comparison and replay (its plan and run), each a projection too; and
         // dead-letter replay (republished through DaybookPublish, marked in the shards); a stale
         // report's Prometheus series (StaleMetrics).
-        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"], swiftSettings: hotPath),
+        .target(name: "DaybookPipeline", dependencies: ["DaybookCore", "DaybookSupport", "DaybookFiles", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookMetrics", "DaybookPublish"], swiftSettings: hotPath),
         // Apple Health exports → events: a streaming reader of export.xml and the mapping of
         // its records (uuids, sources, zones). Pure: bytes in, lines out; no Kafka, no SQLite.
-        .target(name: "DaybookImport", dependencies: ["DaybookCore"]),
+        .target(name: "DaybookImport", dependencies: ["DaybookCore", "DaybookSupport"]),
         // Apple Health exports from files: export.xml, standard input, or export.zip through an
-        // unzip child (ExportInput), and the import loop that feeds DaybookImport's pure
-        // importer and hands each event line on (AppleHealthImport). No Kafka, no SQLite.
+        // unzip child (ExportInput); the import loop that feeds DaybookImport's pure importer
+        // and hands each event line on (AppleHealthImport); where the lines go, `--out` checked
+        // against the input, a file replaced whole or a staging file (ImportOutput). No Kafka,
+        // no SQLite.
         .target(name: "DaybookImportFiles", dependencies: ["DaybookImport", "DaybookFiles"]),
         // config/daybook.json read and checked into typed settings (priority, Kafka, state,
         // freshness); errors name the member. Used by the executable and the fuzz target.
-        .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookKafka"]),
+        .target(name: "DaybookConfiguration", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka"]),
         // Events → Kafka, for ingestion services and every command that publishes: the
         // validating, keyed, accounted EventPublisher; files of event lines decoded on all
         // cores and published line by line (EventLines); a phone's sync batch decoded, checked
         // whole and published whole (SyncBatch). No SQLite: an ingestion service needs none.
-        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
+        .target(name: "DaybookPublish", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookLog", "DaybookFiles"]),
         // The benchmarks: the pipeline bench (the daybook binary's broker, publish and project
         // as child processes beside kcat; their counts read from their metrics files), the
         // core bench in process, and the realistic log both use (SyntheticLog).
-        .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
+        .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
-        .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookTestSupport"], exclude: ["Golden"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
+        .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"], exclude: ["Golden"]),
+        .testTarget(name: "DaybookSupportTests", dependencies: ["DaybookSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
         // Per-test temporary directories and promtool, shared by the test targets (the seeded
-        // random generator, SplitMix64, is DaybookCore's).
+        // random generator, SplitMix64, is DaybookSupport's).
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
-        .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),
         .testTarget(name: "DaybookMetricsTests", dependencies: ["DaybookMetrics", "DaybookTestSupport"]),
-        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookCore", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookImportTests", dependencies: ["DaybookImport", "DaybookImportFiles", "DaybookFiles", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),
         // The projector, rebuild, verify, diff, replay, the publisher and dead-letter replay in
         // process against EmbeddedBroker over TCP, into real shard files.
-        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookFiles", "DaybookCore", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
+        .testTarget(name: "DaybookPipelineTests", dependencies: ["DaybookPipeline", "DaybookPublish", "DaybookFiles", "DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookStore", "DaybookLog", "DaybookTestSupport"]),
         // Fixtures/: data the tests read by path (a shard written by an older Daybook, as SQL).
-        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookKafka", "DaybookStore", "DaybookBench", "daybook", "DaybookTestSupport"],
+        .testTarget(name: "DaybookEndToEndTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookStore", "DaybookBench", "daybook", "DaybookTestSupport"],
                     exclude: ["Fixtures"]),
     ]
 )

@@ -16,6 +16,7 @@ let package = Package(
         // EventDecoder (fast and tree paths) → Ledger → recompute → JSON lines.
         .executableTarget(name: "FuzzEventDecoder", dependencies: [
             .product(name: "DaybookCore", package: "Daybook"),
+            .product(name: "DaybookSupport", package: "Daybook"),
         ]),
         // Instant(rfc3339:) and formatting back; CivilDay's YYYY-MM-DD parser.
         .executableTarget(name: "FuzzInstant", dependencies: [

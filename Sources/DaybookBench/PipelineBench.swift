@@ -3,6 +3,7 @@ import DaybookKafka
 import DaybookLog
 import DaybookStore
 import DaybookFiles
+import DaybookSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -32,11 +33,10 @@ public enum PipelineBench {
     static let topic = "health-samples"
 
     /// kcat's consumers get the projector's prefetch (ConsumerConfiguration's
-    /// queued.min.messages / queued.max.messages.kbytes) — with librdkafka's defaults kcat
-    /// read 1M events ~3.7x slower here — and fetch.wait.max.ms=10: with the default 500 the
-    /// embedded broker holds fetches at the ends of partitions, and kcat -C took 0.9 s
-    /// instead of 0.52 s (0.54 s instead of 0.09 s for 70k events). Larger fetch sizes
-    /// measured no faster.
+    /// queued.min.messages / queued.max.messages.kbytes) and fetch.wait.max.ms=10 (with the
+    /// default 500 the embedded broker holds fetches at the ends of partitions), so that the
+    /// bench compares consumers, not settings (BENCHMARKS.md, "Figures behind choices in
+    /// the code").
     static let kcatConsumer = ["-X", "queued.min.messages=1000000", "-X", "queued.max.messages.kbytes=262144", "-X", "fetch.wait.max.ms=10"]
 
     /// Runs of each raw consumer; the fastest counts.

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 
 /// A deterministic generator of realistic logs: a watch and a phone recording the same walks,
 /// manual entries, per-minute heart rate, a few travellers and DST weekends.

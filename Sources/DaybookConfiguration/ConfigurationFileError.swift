@@ -1,5 +1,6 @@
 import DaybookCore
 #if canImport(Glibc)
+import DaybookSupport
 import Glibc
 #endif
 

@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookKafka
+import DaybookSupport
 import Foundation
 
 /// Everything `config/daybook.json` can say, with defaults for what it leaves out.

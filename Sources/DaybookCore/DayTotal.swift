@@ -1,3 +1,5 @@
+import DaybookSupport
+
 /// Identifies one row of the read model: a user's metric on one civil day.
 public struct DayKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var user: String

@@ -1,3 +1,4 @@
+import DaybookSupport
 import Foundation
 
 /// Why an event line was rejected. The description names the field, the bad value and

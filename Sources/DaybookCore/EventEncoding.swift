@@ -1,3 +1,5 @@
+import DaybookSupport
+
 extension Event {
     /// The event as one line of the log (format version 1, canonical units), which
     /// `EventDecoder` reads back as the same event.

@@ -1,3 +1,5 @@
+import DaybookSupport
+
 /// Rejections decided while reading a line, before its members are validated.
 extension EventError {
     /// The rejection for a line the JSON reader refused: invalid UTF-8 and repeated members

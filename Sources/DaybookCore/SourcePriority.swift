@@ -1,3 +1,5 @@
+import DaybookSupport
+
 /// Which source wins when samples overlap: a per-metric order, else the default order.
 ///
 /// Sources not listed rank below every listed one, among themselves in code-point

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 import Foundation
 
 /// Turns the records of an Apple Health export into `sample-added` events, one record at a

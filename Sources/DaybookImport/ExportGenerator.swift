@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 
 /// A synthetic Apple Health `export.xml`, record by record, with the quirks of real ones:
 /// timestamps printed at one export-time offset whatever the season, device strings whose

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 
 /// What an import did: records per metric and source, what was skipped and why, which
 /// zones were used and where they came from, and the time span of the events.

@@ -134,8 +134,8 @@ public struct ConsumerConfiguration: Sendable {
     ///
     /// Daybook reads every partition through one queue (the group's consumer queue, or one
     /// queue that the directly read partitions forward to), and librdkafka then applies
-    /// `queued.max.messages.kbytes` to that one queue, not per partition (measured: with
-    /// the limit divided by 64 partitions the projector waited on fetches half the time).
+    /// `queued.max.messages.kbytes` to that one queue, not per partition, so the whole
+    /// budget goes to it (BENCHMARKS.md, "Figures behind choices in the code").
     public var prefetchBytes: Int = 32 << 20
 
     public init() {}
@@ -162,16 +162,14 @@ public struct ConsumerConfiguration: Sendable {
         p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
         // The byte limit decides (it has priority over queued.min.messages). A fetch may
         // overshoot it by the fetch responses in flight (one per broker, decompressed), so a
-        // response is capped at a 16th of it: measured with 4M events over 128 partitions,
-        // a quarter (8 MB) peaked at 350 MB RSS, a 16th (2 MB) at 239 MB, equally fast.
-        // librdkafka accepts at most 2097151 KiB (just under 2 GiB).
+        // response is capped at a 16th of it: less memory, as fast (BENCHMARKS.md, "Figures
+        // behind choices in the code"). librdkafka accepts at most 2097151 KiB (just under 2 GiB).
         p["queued.max.messages.kbytes"] = String(min(2_097_151, max(1_024, prefetchBytes / 1_024)))
         p["queued.min.messages"] = "1000000"
         p["fetch.max.bytes"] = String(max(1 << 20, min(52_428_800, prefetchBytes / 16)))
         // How long a broker may hold a fetch that has nothing (librdkafka: 500 ms). 100 ms
-        // answers the end of a partition sooner (a --until-caught-up restart with nothing
-        // new: 0.6 s -> 0.2 s on the embedded broker) for at most 10 empty fetches a second
-        // per broker while idle. kafka.properties can set it.
+        // answers the end of a partition sooner (a --until-caught-up restart is faster) for
+        // at most 10 empty fetches a second per broker while idle. kafka.properties can set it.
         p["fetch.wait.max.ms"] = "100"
         return try merge(p, connection, locked: ConsumerConfiguration.locked)
     }

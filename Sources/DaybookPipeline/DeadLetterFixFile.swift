@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookStore
+import DaybookSupport
 
 extension DeadLetterReplay {
     /// One valid line of a fix file: the dead letter it repairs and the corrected event's

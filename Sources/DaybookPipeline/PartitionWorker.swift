@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookStore
+import DaybookSupport
 
 /// Applies one partition's messages to its shard: decode, skip what the shard already has,
 /// turn poison into dead letters, and hand the rest to the shard's `ShardProjection`

@@ -2,6 +2,7 @@ import DaybookCore
 import DaybookKafka
 import DaybookLog
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// Consumes `health-samples`, applies every event through the core, and keeps one SQLite

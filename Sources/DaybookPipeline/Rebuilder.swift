@@ -1,7 +1,9 @@
 import DaybookCore
+import DaybookFiles
 import DaybookKafka
 import DaybookLog
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// What `daybook rebuild`, `verify` and `diff` are asked to do.

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookFiles
 import DaybookKafka
 import DaybookLog
 import DaybookStore

@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookKafka
+import DaybookSupport
 
 /// A phone's sync batch, decoded, validated and published whole: the contract of an
 /// ingestion service (the example service, and an HTTP endpoint).

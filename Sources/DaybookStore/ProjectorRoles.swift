@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookFiles
+import DaybookSupport
 import Foundation
 
 /// What the projector of a data directory last said it does with each partition's shard:

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 import Foundation
 
 /// Reads the totals of every shard in a data directory (read-only; safe while a projector writes).

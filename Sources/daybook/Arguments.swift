@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookKafka
+import DaybookSupport
 import Foundation
 
 /// One option a command accepts, for parsing and for `--help`.

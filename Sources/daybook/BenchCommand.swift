@@ -15,7 +15,7 @@ enum BenchCommand: Subcommand {
     static let options = [
         OptionSpec(name: "--events", value: "N", help: "pipeline: events in the log (default 1000000)."),
         OptionSpec(name: "--partitions", value: "N", help: "pipeline: partitions of health-samples (default 64)."),
-        OptionSpec(name: "--config", value: "FILE", help: "pipeline: passed to every 'daybook project' run (e.g. a small state cache)."),
+        SharedOptions.config("pipeline: passed to every 'daybook project' run (e.g. a small state cache)."),
         OptionSpec(name: "--callgrind-events", value: "N", help: "pipeline: events of the log instructions are counted on under callgrind (default 20000; 0 skips it)."),
         OptionSpec(name: "--json", value: nil, help: "pipeline: print only the JSON line (no table)."),
         OptionSpec(name: "--samples", value: "N", help: "core, generate: about how many samples to generate (default 1000000)."),

@@ -1,5 +1,6 @@
 import DaybookBench
 import DaybookCore
+import DaybookSupport
 import Foundation
 
 /// The pipeline bench's figures for people (a table) and for machines (one JSON line whose

@@ -5,6 +5,7 @@ import DaybookLog
 import DaybookPipeline
 import DaybookPublish
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook dlq list|replay`: the dead letters the projector kept, and republishing their
@@ -17,14 +18,14 @@ enum DLQCommand: Subcommand {
            daybook dlq replay --brokers B --data DIR [--config FILE] [--fix FILE] [--id ID]... [--dry-run] [--topic T]
     """
     static let options = [
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (as given to project)."),
-        OptionSpec(name: "--topic", value: "T", help: "The topic whose dead letters to read and replay to (default health-samples)."),
-        OptionSpec(name: "--format", value: "F", help: "list: table (default, for people) or json (one object per line)."),
+        SharedOptions.data(),
+        SharedOptions.topic("The topic whose dead letters to read and replay to (default health-samples)."),
+        SharedOptions.format("list: table (default, for people) or json (one object per line)."),
         OptionSpec(name: "--show-payload", value: nil, help: "list: show the payloads too (health data: off by default)."),
         OptionSpec(name: "--partition", value: "P", help: "list: only these partitions (repeat it, or P,P).", repeatable: true),
         OptionSpec(name: "--all", value: nil, help: "list: the replayed dead letters too (default: only pending ones)."),
         OptionSpec(name: "--brokers", value: "B", help: "replay: bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
-        OptionSpec(name: "--config", value: "FILE", help: "replay: configuration, as for publish (kafka.properties, kafka.secrets, kafka.producer)."),
+        SharedOptions.config("replay: configuration, as for publish (kafka.properties, kafka.secrets, kafka.producer)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--fix", value: "FILE", help: "replay: repaired events, one JSON line per dead letter (see below)."),
         OptionSpec(name: "--id", value: "ID", help: "replay: only these dead letters, P:OFFSET as list shows (repeat it, or ID,ID).", repeatable: true),
@@ -124,7 +125,7 @@ enum DLQCommand: Subcommand {
         if let option = (mode == "list" ? replayOnly : listOnly).first(where: given.contains) {
             throw CLIError.usage("\(option) is for dlq \(mode == "list" ? "replay" : "list"), not dlq \(mode)")
         }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("dlq \(mode) needs --data DIR") }
+        let data = try arguments.data(for: "dlq \(mode)")
         let topic = try arguments.topic(default: "health-samples")
         return mode == "list" ? try list(arguments, data: data, topic: topic) : try replay(arguments, data: data, topic: topic)
     }
@@ -148,8 +149,7 @@ enum DLQCommand: Subcommand {
     // MARK: list
 
     static func list(_ arguments: ParsedArguments, data: String, topic: String) throws -> Int32 {
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json") }
+        let format = try arguments.format(["table", "json"])
         let partitions = try arguments.partitions().map(Set.init)
         let showPayload = arguments.has("--show-payload")
         let all = try read(data, .init(topic: topic, partitions: partitions, includeReplayed: true, withPayloads: showPayload))

@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 
 /// The `--fix` file of `daybook dlq replay`, read from the command line's input and its
 /// problems worded for it; the parsing is `DeadLetterReplay.FixFile`'s:

@@ -4,6 +4,7 @@ import DaybookKafka
 import DaybookLog
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook demo`: the whole pipeline on an embedded broker, in one command.
@@ -13,8 +14,8 @@ enum DemoCommand: Subcommand {
     static let usage = "demo [--events FILE] [--data DIR] [--config FILE]"
     static let options = [
         OptionSpec(name: "--events", value: "FILE", help: "Events to publish (default examples/week.jsonl)."),
-        OptionSpec(name: "--data", value: "DIR", help: "Where to put the shards (default: a new temporary directory)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Source priority (default config/daybook.json if present)."),
+        SharedOptions.data("Where to put the shards (default: a new temporary directory)."),
+        SharedOptions.config("Source priority (default config/daybook.json if present)."),
     ]
     static let discussion = """
     Starts an in-process Kafka broker (librdkafka's mock cluster, 4 partitions), publishes
@@ -151,7 +152,7 @@ enum DemoCommand: Subcommand {
         current.priority = reranked
         let fresh = try freshness(current, live: live)
         say("\n6. dana's phone last checked in \(fresh.phoneHours) hours ago, her watch just now; every other source delivered")
-        say("   samples a moment ago (their Kafka timestamps are their sign of life). daybook stale says:")
+        say("   samples a moment ago (their Kafka timestamps are when they were last seen). daybook stale says:")
         var table: [String] = []
         StaleReportText.table(fresh.report, policy: config.freshness, unreported: fresh.unreported, all: nil, into: &table)
         for line in table { say(line.isEmpty ? "" : "   " + line) }

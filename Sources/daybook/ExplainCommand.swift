@@ -10,7 +10,7 @@ enum ExplainCommand: Subcommand {
         OptionSpec(name: "--user", value: "USER", help: "The user to explain."),
         OptionSpec(name: "--metric", value: "METRIC", help: "steps, active_energy, distance or heart_rate."),
         OptionSpec(name: "--day", value: "YYYY-MM-DD", help: "The civil day (in each sample's own zone)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Configuration with the source priority (default: built-in)."),
+        SharedOptions.config("Configuration with the source priority (default: built-in)."),
     ]
     static let discussion = """
     Prints each stretch of the day (wall-clock time in the winning sample's zone), the

@@ -1,6 +1,7 @@
 import DaybookConfiguration
 import DaybookCore
 import DaybookFiles
+import DaybookImportFiles
 import DaybookKafka
 import DaybookMetrics
 import DaybookPipeline
@@ -56,6 +57,8 @@ extension CLIError {
         case let e as FileWriteError:
             self.init(code: ExitCode.ioError, message: "\(e)")
         case let e as ScratchDirectoryError:
+            self.init(code: ExitCode.ioError, message: "\(e)")
+        case let e as LineSinkError:
             self.init(code: ExitCode.ioError, message: "\(e)")
         case let e as InputFileError:
             self.init(code: ExitCode.noInput, message: "\(e)")

@@ -4,6 +4,7 @@ import DaybookFiles
 import DaybookImport
 import DaybookImportFiles
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook import apple-health`: an Apple Health export (export.xml or export.zip) → events,
@@ -13,7 +14,7 @@ enum ImportCommand: Subcommand {
     static let name = "import"
     static let abstract = "Convert an Apple Health export into events; write them or publish them."
     static let usage = """
-    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F | --brokers B [--topic T] [--config F] [--connect-timeout S]]
+    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F | --brokers B [--topic T] [--config FILE] [--connect-timeout S]]
            daybook import generate [--megabytes N] [--seed N] [--days N] [--out F]
     """
     static let options = [
@@ -22,8 +23,8 @@ enum ImportCommand: Subcommand {
         OptionSpec(name: "--source-map", value: "RULE", help: "[name:|version:|model:]TEXT=SOURCE, tried in order before the device model (repeatable).", repeatable: true),
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete; a symlink's target is, the link stays; a FIFO or device is written through) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
-        OptionSpec(name: "--topic", value: "T", help: "With --brokers: the topic (default health-samples)."),
-        OptionSpec(name: "--config", value: "FILE", help: "With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
+        SharedOptions.topic("With --brokers: the topic (default health-samples)."),
+        SharedOptions.config("With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--megabytes", value: "N", help: "generate: about how large the export is (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "generate: random seed, for a repeatable export (default 1)."),
@@ -106,13 +107,11 @@ enum ImportCommand: Subcommand {
     /// The summary names the importer's options by their flags.
     static let optionNames = ImportSummary.Names(defaultZone: "--zone", sourceMapRule: "--source-map")
 
-    private enum Destination {
-        case standardOutput
-        /// A regular file (a link's target), replaced once the whole export was read.
-        case file(String)
-        /// A FIFO or character device, written as standard output is.
-        case stream(String)
-        case kafka(DaybookConfiguration, Duration, topic: String)
+    /// Where the lines are published from the staging file, with `--brokers`.
+    private struct Publishing {
+        var config: DaybookConfiguration
+        var timeout: Duration
+        var topic: String
     }
 
     static func importAppleHealth(_ path: String, _ arguments: ParsedArguments) throws -> Int32 {
@@ -136,19 +135,16 @@ enum ImportCommand: Subcommand {
             }
             throw CLIError.usage(TerminalText.escaped("\(option) \(error.reason)"))
         }
-        let publishing = arguments.value("--brokers") != nil || arguments.value("--config") != nil
-        let destination: Destination
+        let publishes = arguments.value("--brokers") != nil || arguments.value("--config") != nil
+        let destination: ImportDestination
+        var publishing: Publishing?
         if let out = arguments.value("--out") {
-            guard !publishing else { throw CLIError.usage("give --out or --brokers, not both") }
-            // Standard input may be the export too (`- --out e.xml < e.xml`): compared by descriptor.
-            if path == "-" ? Self.sameFile(out, descriptor: 0) : Self.sameFile(out, path) {
-                let input = path == "-" ? "standard input" : TerminalText.escaped(path)
-                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(input)): writing it would replace the export; give --out another file")
-            }
-            destination = try output(out)
-        } else if publishing {
+            guard !publishes else { throw CLIError.usage("give --out or --brokers, not both") }
+            destination = try output(out, input: path)
+        } else if publishes {
             let (config, timeout) = try KafkaOptions.load(arguments, command: "import")
-            destination = .kafka(config, timeout, topic: try arguments.topic(default: "health-samples"))
+            destination = .staging
+            publishing = Publishing(config: config, timeout: timeout, topic: try arguments.topic(default: "health-samples"))
         } else {
             guard arguments.value("--topic") == nil else { throw CLIError.usage("--topic needs --brokers") }
             destination = .standardOutput
@@ -158,20 +154,8 @@ enum ImportCommand: Subcommand {
         do { input = try ExportInput.open(path) } catch { throw CLIError(export: error) }
         defer { input.close() }
         Shutdown.install() // Ctrl-C and SIGTERM end the import cleanly: no half-written --out, nothing staged left
-        var scratch: ScratchDirectory?
-        defer { scratch?.remove() }
-        let sink: LineSink
-        switch destination {
-        case .standardOutput: sink = LineSink(fd: 1, path: "standard output")
-        case .file(let out): sink = try LineSink.temporary(beside: out)
-        case .stream(let out): sink = try LineSink.stream(out)
-        case .kafka:
-            let dir = try ScratchDirectory(prefix: "daybook-import")
-            scratch = dir
-            sink = try LineSink.create(dir.path + "/events.jsonl")
-        }
-        var committed = false
-        defer { if !committed, let temporary = sink.temporaryPath { unlink(temporary) } }
+        let sink = try LineSink.open(destination)
+        defer { sink.discard() }
 
         var progress = ProgressReporter()
         let bytesRead: Int
@@ -187,7 +171,7 @@ enum ImportCommand: Subcommand {
             switch destination {
             case .standardOutput, .stream: undone = "the events so far were written"
             case .file: undone = "nothing was written"
-            case .kafka: undone = "nothing was published"
+            case .staging: undone = "nothing was published"
             }
             throw CLIError(code: ExitCode.tempFail, message: "interrupted after \(megabytes(bytesRead)) of \(input.name); \(undone) (rerun: the uuids are the same)")
         } catch AppleHealthImport.Stop.damaged(let error, _) {
@@ -198,7 +182,7 @@ enum ImportCommand: Subcommand {
                 try? sink.flush()
                 partial = "the \(importer.summary.events) events before it were written"
             case .file: partial = "nothing was written"
-            case .kafka: partial = "nothing was published"
+            case .staging: partial = "nothing was published"
             }
             if importer.summary.records > 0 { printError(TerminalText.escaped(importer.summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true)) }
             throw CLIError(code: ExitCode.dataError, message: "\(TerminalText.escaped(input.name)): \(TerminalText.escaped(error.description)); \(partial)")
@@ -219,7 +203,7 @@ enum ImportCommand: Subcommand {
             switch destination {
             case .standardOutput, .stream: output = "the output stops before line \(summary.firstMissingZoneLine ?? 0) of the export"
             case .file: output = "nothing was written"
-            case .kafka: output = "nothing was published"
+            case .staging: output = "nothing was published"
             }
             throw CLIError.usage("\(NumberText.grouped(summary.missingZone)) of \(NumberText.grouped(known)) step, distance, energy and heart-rate records have no HKTimeZone metadata (the first at line \(summary.firstMissingZoneLine ?? 0)); give --zone with the zone the phone was in when they were recorded (e.g. --zone Europe/Berlin; records with HKTimeZone keep theirs); \(output)")
         }
@@ -234,20 +218,21 @@ enum ImportCommand: Subcommand {
             printError("import: \(rate)")
         case .file(let out):
             try sink.commit(to: out)
-            committed = true
             printError(TerminalText.escaped(summary.render(destination: "written to \(out)", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
         case .stream(let out):
             try sink.close()
             printError(TerminalText.escaped(summary.render(destination: "written to \(out)", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate)")
-        case .kafka(let config, let timeout, let topic):
+        case .staging:
+            guard let publishing else { break } // set with .staging
+            let topic = publishing.topic
             printError(TerminalText.escaped(summary.render(destination: "converted", names: ImportCommand.optionNames), keepingNewlines: true))
             printError("import: \(rate); publishing to \(topic)")
             try sink.close()
             let staged = try Files.input(sink.path, mapping: false)
-            let result = try PublishCommand.publish(staged, connection: config.connection, producer: config.producer, topic: topic,
-                                                    connectTimeout: timeout) { number, error in
+            let result = try PublishCommand.publish(staged, connection: publishing.config.connection, producer: publishing.config.producer, topic: topic,
+                                                    connectTimeout: publishing.timeout) { number, error in
                 printError("event \(number): \(error)") // cannot happen: every line was checked
             }
             printError("import: published \(NumberText.grouped(result.published)) of \(NumberText.grouped(result.read)) events to \(topic) in \(String(format: "%.2f", result.progress.elapsed)) s")
@@ -261,33 +246,23 @@ enum ImportCommand: Subcommand {
         return status
     }
 
-    /// How `--out` is written: a regular file replaced whole (a symlink's target, the link
-    /// kept), a FIFO or character device written through; anything else refused (64).
-    private static func output(_ out: String) throws -> Destination {
-        do {
-            switch try OutputPath.resolve(out) {
-            case .replace(let file): return .file(file)
-            case .stream(let path): return .stream(path)
-            }
+    /// `--out` as a destination (`ImportDestination.output`), refusals as usage errors (64)
+    /// but a path the system would not describe (74). `input` is the export's FILE, when
+    /// `--out` must not be it.
+    private static func output(_ out: String, input: String? = nil) throws -> ImportDestination {
+        do throws(ImportDestinationError) {
+            if let input { return try ImportDestination.output(out, input: input) }
+            return try ImportDestination.output(out)
         } catch {
-            if case .system = error.kind { throw CLIError(code: ExitCode.ioError, message: "--out \(TerminalText.escaped(error.description))") }
-            throw CLIError.usage("--out \(TerminalText.escaped(error.description))")
+            switch error.kind {
+            case .isTheInput:
+                let name = input == "-" ? "standard input" : TerminalText.escaped(input ?? "")
+                throw CLIError.usage("--out \(TerminalText.escaped(out)) is the export being imported (\(name)): writing it would replace the export; give --out another file")
+            case .path(let path):
+                if case .system = path.kind { throw CLIError(code: ExitCode.ioError, message: "--out \(TerminalText.escaped(path.description))") }
+                throw CLIError.usage("--out \(TerminalText.escaped(path.description))")
+            }
         }
-    }
-
-    /// True when both paths name one existing file (through symlinks, or hard links).
-    static func sameFile(_ a: String, _ b: String) -> Bool {
-        var x = stat(), y = stat()
-        guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
-        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
-    }
-
-    /// True when `path` names the regular file `descriptor` reads (standard input's file; a
-    /// terminal, pipe or /dev/null read and written at once loses nothing).
-    static func sameFile(_ path: String, descriptor: Int32) -> Bool {
-        var x = stat(), y = stat()
-        guard stat(path, &x) == 0, fstat(descriptor, &y) == 0, (y.st_mode & S_IFMT) == S_IFREG else { return false }
-        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
     }
 
     static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
@@ -298,16 +273,9 @@ enum ImportCommand: Subcommand {
         let megabytes = try arguments.integer("--megabytes", default: 200, in: 1...100_000)
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
         let days = try arguments.integer("--days", default: 730, in: 1...36_500)
-        let sink: LineSink
-        var replaced: String? // the file renamed over at the end
-        switch try arguments.value("--out").map(output) {
-        case .file(let file)?:
-            sink = try LineSink.temporary(beside: file)
-            replaced = file
-        case .stream(let path)?: sink = try LineSink.stream(path)
-        default: sink = LineSink(fd: 1, path: "standard output")
-        }
-        defer { if let temporary = sink.temporaryPath { unlink(temporary) } }
+        let destination = try arguments.value("--out").map { try output($0) } ?? .standardOutput
+        let sink = try LineSink.open(destination)
+        defer { sink.discard() }
         // 2022-01-01T00:00:00Z: the records span winter and summer, printed at +0200 throughout.
         var generator = ExportGenerator(seed: UInt64(seed), start: 1_640_995_200, days: days)
         let target = megabytes * 1_000_000
@@ -327,85 +295,9 @@ enum ImportCommand: Subcommand {
         written += generator.footer.utf8.count
         try sink.flush()
         progress.finish()
-        if let replaced { try sink.commit(to: replaced) } else { try sink.close() }
+        if case .file(let replaced) = destination { try sink.commit(to: replaced) } else { try sink.close() }
         printError("generate: \(NumberText.grouped(records)) records, \(ImportCommand.megabytes(written)); import it with --zone \(generator.defaultZone)")
         return ExitCode.ok
-    }
-}
-
-/// Lines written through a `CheckedWriter` (a full disk is an error, not a silently short
-/// file). A temporary file is renamed over its destination by `commit`.
-final class LineSink {
-    let fd: Int32
-    let path: String
-    /// Set while the file is a temporary one that `commit` renames (removed by the owner otherwise).
-    private(set) var temporaryPath: String?
-    private var writer: CheckedWriter
-
-    init(fd: Int32, path: String, temporary: Bool = false) {
-        self.fd = fd
-        self.path = path
-        temporaryPath = temporary ? path : nil
-        writer = CheckedWriter(fd: fd, name: path)
-    }
-
-    static func create(_ path: String) throws -> LineSink {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
-        return LineSink(fd: fd, path: path)
-    }
-
-    /// A FIFO or character device at `path`, opened for writing as it is (never created).
-    static func stream(_ path: String) throws -> LineSink {
-        let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(SystemError.strerror(errno))") }
-        return LineSink(fd: fd, path: path)
-    }
-
-    /// A new file `DESTINATION.tmp-PID` in `destination`'s directory, renamed over it by
-    /// `commit`. Such files left by killed runs (kill -9) are removed first.
-    static func temporary(beside destination: String) throws -> LineSink {
-        let url = URL(fileURLWithPath: destination)
-        let directory = url.deletingLastPathComponent().path, base = url.lastPathComponent
-        TemporaryName.removeOrphans(in: directory, prefix: base)
-        let path = directory + "/" + TemporaryName.mine(prefix: base)
-        unlink(path) // a killed run's that had this process id
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(SystemError.strerror(errno))") }
-        fchmod(fd, 0o644)
-        return LineSink(fd: fd, path: path, temporary: true)
-    }
-
-    func write(_ line: String, newline: Bool = true) throws {
-        do {
-            if newline { try writer.line(line) } else { try writer.text(line) }
-        } catch {
-            throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(error.reason)")
-        }
-    }
-
-    func flush() throws {
-        do {
-            try writer.flush()
-        } catch {
-            throw CLIError(code: ExitCode.ioError, message: "\(path): cannot be written: \(error.reason)")
-        }
-    }
-
-    func close() throws {
-        try flush()
-        if fd > 2 { Glibc.close(fd) }
-    }
-
-    /// Flushes, syncs and renames the temporary file over `destination`.
-    func commit(to destination: String) throws {
-        try flush()
-        temporaryPath = nil // closed and renamed, or removed, by commit
-        do {
-            try AtomicFile.commit(fd: fd, temporary: path, to: destination)
-        } catch {
-            throw CLIError(code: ExitCode.ioError, message: "\(destination): cannot be written: \(error.reason)")
-        }
     }
 }
 

@@ -2,6 +2,7 @@ import DaybookConfiguration
 import DaybookCore
 import DaybookKafka
 import DaybookPipeline
+import DaybookSupport
 import Foundation
 
 /// `daybook locate`: which partition, shard and group member hold a user's totals.
@@ -14,9 +15,9 @@ enum LocateCommand: Subcommand {
         OptionSpec(name: "--partitions", value: "N", help: "The topic's partition count, when no cluster is asked."),
         KafkaOptions.brokers,
         OptionSpec(name: "--group", value: "G", help: "Also name the member of consumer group G that holds the partition now (needs --brokers)."),
-        OptionSpec(name: "--config", value: "FILE", help: "kafka.partitioner (how producers place keys; default murmur2_random) and Kafka settings."),
-        OptionSpec(name: "--topic", value: "T", help: "Topic (default health-samples)."),
-        OptionSpec(name: "--format", value: "F", help: "table (default) or json (one object: user, partition, shard, owner)."),
+        SharedOptions.config("kafka.partitioner (how producers place keys; default murmur2_random) and Kafka settings."),
+        SharedOptions.topic(),
+        SharedOptions.format("table (default) or json (one object: user, partition, shard, owner)."),
         KafkaOptions.connectTimeout,
     ]
     static let discussion = """
@@ -52,8 +53,7 @@ enum LocateCommand: Subcommand {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("locate takes no positional arguments") }
         guard let user = arguments.value("--user") else { throw CLIError.usage("locate needs --user U") }
         guard !user.isEmpty else { throw CLIError.usage("--user is empty; give the user id as in the events") }
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
+        let format = try arguments.format(["table", "json"])
         let topic = try arguments.topic(default: "health-samples")
         _ = try KafkaOptions.connectTimeout(arguments)
         let hasCount = arguments.value("--partitions") != nil

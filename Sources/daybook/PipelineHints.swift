@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 
 extension ProjectorError.Detail {
     /// The refusal in the command line's words: the options and commands that fix it.

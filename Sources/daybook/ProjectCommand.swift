@@ -11,10 +11,10 @@ enum ProjectCommand: Subcommand {
     static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--standby PARTITIONS|all] [--connect-timeout S] [--metrics-file PATH]"
     static let options = [
         KafkaOptions.brokers,
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (created, mode 0700; files 0600)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Source priority and Kafka settings (config/daybook.json)."),
+        SharedOptions.data("Directory of the shards (created, mode 0700; files 0600)."),
+        SharedOptions.config("Source priority and Kafka settings (config/daybook.json)."),
         OptionSpec(name: "--group", value: "G", help: "Consumer group (default kafka.consumer.group.id, else daybook-projector)."),
-        OptionSpec(name: "--topic", value: "T", help: "Topic to consume (default health-samples)."),
+        SharedOptions.topic("Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
         OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo). A partition the topic does not have is refused (64)."),
@@ -117,7 +117,7 @@ enum ProjectCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("project takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("project needs --data DIR") }
+        let data = try arguments.data(for: "project")
         var (config, connectTimeout) = try KafkaOptions.load(arguments, command: "project")
         if let group = arguments.value("--group") {
             guard !group.trimmingCharacters(in: .whitespaces).isEmpty else {

@@ -11,8 +11,8 @@ enum PublishCommand: Subcommand {
     static let usage = "publish --brokers B [--topic T] [--config FILE] [--connect-timeout S] EVENTS"
     static let options = [
         OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
-        OptionSpec(name: "--topic", value: "T", help: "Topic to publish to (default health-samples)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Configuration: kafka.properties, kafka.secrets, kafka.producer."),
+        SharedOptions.topic("Topic to publish to (default health-samples)."),
+        SharedOptions.config("Configuration: kafka.properties, kafka.secrets, kafka.producer."),
         KafkaOptions.connectTimeout,
     ]
     static let discussion = """

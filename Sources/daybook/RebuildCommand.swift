@@ -4,15 +4,16 @@ import DaybookKafka
 import DaybookLog
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// What `rebuild`, `verify` and `diff` read from their command lines the same way.
 enum RebuildOptions {
     static let common = [
         KafkaOptions.brokers,
-        OptionSpec(name: "--data", value: "DIR", help: "The projector's data directory."),
+        SharedOptions.data("The projector's data directory."),
         OptionSpec(name: "--partition", value: "P", help: "Only this partition (repeat, or P,Q). Default: all.", repeatable: true),
-        OptionSpec(name: "--topic", value: "T", help: "Topic (default health-samples)."),
+        SharedOptions.topic(),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--verbose", value: nil, help: "Log shard openings."),
     ]
@@ -20,7 +21,7 @@ enum RebuildOptions {
     static func request(_ arguments: ParsedArguments, command: String, priority: SourcePriority,
                         config: DaybookConfiguration, connectTimeout: Duration) throws -> RebuildRequest {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("\(command) takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("\(command) needs --data DIR") }
+        let data = try arguments.data(for: command)
         var request = RebuildRequest(dataDirectory: data, priority: priority)
         request.topic = try arguments.topic(default: request.topic)
         request.partitions = try arguments.partitions()
@@ -63,7 +64,7 @@ enum RebuildCommand: Subcommand {
     static let abstract = "Rebuild the shards from offset 0 beside the live ones, then swap them in atomically."
     static let usage = "rebuild --brokers B --data DIR [--config FILE] [--partition P…] [--connect-timeout S]"
     static let options = RebuildOptions.common + [
-        OptionSpec(name: "--config", value: "FILE", help: "The source priority to build under, and Kafka settings (config/daybook.json)."),
+        SharedOptions.config("The source priority to build under, and Kafka settings (config/daybook.json)."),
     ]
     static let discussion = """
     Builds a new generation of shards (DIR/gen-NNNNNN) from offset 0 while readers and a
@@ -132,19 +133,19 @@ enum VerifyCommand: Subcommand {
     static let abstract = "Rebuild into a temporary place up to the live offsets and compare row by row."
     static let usage = "verify --brokers B --data DIR [--config FILE] [--partition P…] [--connect-timeout S]"
     static let options = RebuildOptions.common + [
-        OptionSpec(name: "--config", value: "FILE", help: "Kafka settings; for shards without a manifest, also the priority they were built under."),
+        SharedOptions.config("Kafka settings; for shards without a manifest, also the priority they were built under."),
     ]
     static let discussion = """
     Projects the log from offset 0 into a hidden temporary directory inside DIR (removed at
     the end) exactly up to each live shard's offset, under the live projection's priority
     (the manifest's, or the one the shards record, which --config must then match), and
     compares every (user, metric, day) row — value and per-source shares — and every
-    (user, source) sync state (freshness) with the live shard as of that same offset: the
+    (user, source) freshness with the live shard as of that same offset: the
     live shards are read in read transactions opened before the build, so a running
     projector writes on without moving what is compared (its WAL grows meanwhile). Prints
     each differing row with both values; touches nothing live.
 
-    EXIT CODES: 0 identical; 1 some rows or sync states differ (each printed); 64 usage;
+    EXIT CODES: 0 identical; 1 some rows or pairs' freshness differ (each printed); 64 usage;
     66 DIR missing; 69 Kafka unreachable; 74 storage failure; 75 interrupted (rerun); 76
     the log does not hold what is needed, or is not the live shards' (another cluster,
     fewer partitions, a log that ends before a shard's offset: checked before the
@@ -157,7 +158,7 @@ enum VerifyCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         let (config, connectTimeout) = try KafkaOptions.load(arguments, command: name)
-        guard let data = arguments.value("--data") else { throw CLIError.usage("verify needs --data DIR") }
+        let data = try arguments.data(for: "verify")
         try RebuildOptions.requireData(data)
         let priority = try livePriority(data, configured: config.priority, topic: try arguments.topic(default: "health-samples"),
                                         configFile: arguments.value("--config"))
@@ -210,8 +211,8 @@ enum DiffCommand: Subcommand {
     static let abstract = "What-if: rebuild under another priority into a temporary place and print the rows that would change."
     static let usage = "diff --brokers B --data DIR --config NEW [--format table|json|csv] [--partition P…]"
     static let options = RebuildOptions.common + [
-        OptionSpec(name: "--config", value: "NEW", help: "The configuration whose source priority to try (required)."),
-        OptionSpec(name: "--format", value: "F", help: "table (default), json (one object per line), or csv."),
+        SharedOptions.config("The configuration whose source priority to try (required).", value: "NEW"),
+        SharedOptions.format("table (default), json (one object per line), or csv."),
     ]
     static let discussion = """
     Projects the log from offset 0 under NEW's source priority into a hidden temporary
@@ -236,10 +237,9 @@ enum DiffCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.value("--config") != nil else { throw CLIError.usage("diff needs --config NEW: the configuration whose priority to try") }
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json, csv") }
+        let format = try arguments.format(["table", "json", "csv"])
         let (config, connectTimeout) = try KafkaOptions.load(arguments, command: name)
-        guard let data = arguments.value("--data") else { throw CLIError.usage("diff needs --data DIR") }
+        let data = try arguments.data(for: "diff")
         try RebuildOptions.requireData(data)
         let request = try RebuildOptions.request(arguments, command: name, priority: config.priority, config: config, connectTimeout: connectTimeout)
         var out = OutputBuffer()

@@ -4,22 +4,23 @@ import DaybookKafka
 import DaybookLog
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook replay`: re-read a suffix of the log into the live shards.
 enum ReplayCommand: Subcommand {
     static let name = "replay"
     static let abstract = "Re-read a suffix of the log into the live shards (repairs rows; never rolls a shard back)."
-    static let usage = "replay --brokers B --data DIR [--config F] (--from-offset N | --from-time T | --by-duration D) [--partition P]... [--dry-run] [--connect-timeout S]"
+    static let usage = "replay --brokers B --data DIR [--config FILE] (--from-offset N | --from-time T | --by-duration D) [--partition P]... [--dry-run] [--connect-timeout S]"
     static let options = [
         KafkaOptions.brokers,
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the live shards, as given to project (must exist)."),
-        OptionSpec(name: "--config", value: "F", help: "Source priority and Kafka settings (config/daybook.json)."),
+        SharedOptions.data("Directory of the live shards, as given to project (must exist)."),
+        SharedOptions.config("Source priority and Kafka settings (config/daybook.json)."),
         OptionSpec(name: "--from-offset", value: "N", help: "Re-read every chosen partition from offset N."),
         OptionSpec(name: "--from-time", value: "T", help: "Re-read from each partition's first message at or after T (RFC 3339: 2024-03-25T00:00:00Z)."),
         OptionSpec(name: "--by-duration", value: "D", help: "Re-read what arrived in the last D: a whole number and s, m, h or d (90s, 15m, 6h, 7d)."),
         OptionSpec(name: "--partition", value: "P", help: "Only partition P; repeat for several (default: every partition of the topic).", repeatable: true),
-        OptionSpec(name: "--topic", value: "TOPIC", help: "Topic to re-read (default health-samples)."),
+        SharedOptions.topic("Topic to re-read (default health-samples)."),
         OptionSpec(name: "--dry-run", value: nil, help: "Print per partition what would be re-read and applied; touch nothing."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--verbose", value: nil, help: "Log shard openings."),
@@ -146,7 +147,7 @@ enum ReplayCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("replay takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("replay needs --data DIR (the live shards, as given to project)") }
+        let data = try arguments.data(for: "replay", hint: " (the live shards, as given to project)")
         let start = try start(arguments)
         let chosen = try arguments.partitions()
         let (config, connectTimeout) = try KafkaOptions.load(arguments, command: "replay")

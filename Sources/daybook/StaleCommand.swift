@@ -11,17 +11,17 @@ enum StaleCommand: Subcommand {
     static let abstract = "List (user, source) pairs silent past their source's threshold; page on a share of a source's users."
     static let usage = "stale --data DIR [--config FILE] [--now T] [--page-fraction F | SOURCE=F,…] [--format table|json] [--all | --summary] [--metrics-file PATH]"
     static let options = [
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (as given to project)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Thresholds, page fractions and canaries: the freshness section (config/daybook.json)."),
+        SharedOptions.data(),
+        SharedOptions.config("Thresholds, page fractions and canaries: the freshness section (config/daybook.json)."),
         OptionSpec(name: "--now", value: "T", help: "Judge silence as of this RFC 3339 time (default: the clock)."),
         OptionSpec(name: "--page-fraction", value: "F", help: "Page when this share of a source's users is stale: one number for every source, or SOURCE=F,… (overrides the config)."),
-        OptionSpec(name: "--format", value: "F", help: "table (default, for people) or json (one object)."),
-        OptionSpec(name: "--all", value: nil, help: "Also list every pair, stale or not, with its sync state."),
+        SharedOptions.format("table (default, for people) or json (one object)."),
+        OptionSpec(name: "--all", value: nil, help: "Also list every pair, stale or not, with its freshness (when it was last seen, and why)."),
         OptionSpec(name: "--summary", value: nil, help: "Only the per-source summary and the canaries (for cron and --metrics-file: memory and output stay small however many pairs are stale)."),
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Also write the figures in the Prometheus text format to PATH (atomically; for node_exporter's textfile collector)."),
     ]
     static let discussion = """
-    Silence is judged on check-ins, not on samples: a pair's last sign of life is its latest
+    Silence is judged on check-ins, not on samples: a pair was last seen at its latest
     source-checked-in ('at') or the Kafka timestamp of its latest sample-added, whichever
     is later. "No new samples" (a user who rested, but whose phone checked in) is not
     silence; "no check-in" (a phone in a drawer) is. A pair is stale when it has been silent
@@ -42,8 +42,8 @@ enum StaleCommand: Subcommand {
     its check-in): re-provision it (a new user id, one check-in) when it is older than
     the largest wrong threshold you fear.
 
-    Shards without sync state (made before freshness) or with sync state only from an
-    upgrade on are named on stderr: 'daybook rebuild' fills them from the log. A pair a
+    Shards without freshness (made before Daybook kept it) or with freshness only from
+    an upgrade on are named on stderr: 'daybook rebuild' fills them from the log. A pair a
     producer put in two partitions is read as one.
 
     --now must not be before the data: a pair that checked in (or delivered a sample) after
@@ -77,9 +77,8 @@ enum StaleCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("stale takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("stale needs --data DIR") }
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json") }
+        let data = try arguments.data(for: "stale")
+        let format = try arguments.format(["table", "json"])
         var now = Instant(nanoseconds: Int64((Date().timeIntervalSince1970 * 1e9).rounded(.down)))
         if let text = arguments.value("--now") {
             do {
@@ -100,7 +99,7 @@ enum StaleCommand: Subcommand {
         guard !(arguments.has("--all") && arguments.has("--summary")) else { throw CLIError.usage("--all and --summary ask for opposite things; give one") }
 
         var all: [SourceSync] = []
-        // The latest sign of life after `now`: silence cannot be judged before it.
+        // The latest time a pair was seen after `now`: silence cannot be judged before it.
         var after: SourceSync?
         let judged: FreshnessReading
         do {
@@ -162,10 +161,10 @@ enum StaleCommand: Subcommand {
     /// Says which shards cannot show their users' silence (yet), and what fills them in.
     static func warn(_ gaps: SyncStateCoverage, data: String) {
         if !gaps.missing.isEmpty {
-            printError("stale: \(gaps.missing.count) shard\(gaps.missing.count == 1 ? " has" : "s have") no sync state (made by a Daybook before freshness, e.g. \(gaps.missing[0])): their users' silence is not judged. Run daybook rebuild --data \(data) to fill it from the log.")
+            printError("stale: \(gaps.missing.count) shard\(gaps.missing.count == 1 ? " has" : "s have") no freshness (made by a Daybook that did not keep it, e.g. \(gaps.missing[0])): their users' silence is not judged. Run daybook rebuild --data \(data) to fill it from the log.")
         }
         if let first = gaps.partial.first {
-            printError("stale: \(gaps.partial.count) shard\(gaps.partial.count == 1 ? "'s" : "s'") sync state starts after the history they hold (\(first.path) from offset \(first.from)): pairs silent since before the upgrade are not seen. Run daybook rebuild --data \(data) to fill it from the log.")
+            printError("stale: \(gaps.partial.count) shard\(gaps.partial.count == 1 ? "'s" : "s'") freshness starts after the history they hold (\(first.path) from offset \(first.from)): pairs silent since before the upgrade are not seen. Run daybook rebuild --data \(data) to fill it from the log.")
         }
     }
 

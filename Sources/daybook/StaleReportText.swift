@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 import Foundation
 
 /// A freshness report for people (a table) and for programs (one JSON object): what

@@ -2,6 +2,7 @@ import DaybookCore
 import DaybookKafka
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook status`: each partition's shard, offset, lag and dead letters, and the group.
@@ -10,12 +11,12 @@ enum StatusCommand: Subcommand {
     static let abstract = "Show each partition's shard, offset, lag behind the log, dead letters, role and owner."
     static let usage = "status --data DIR [--brokers B] [--group G] [--config FILE] [--format table|json]"
     static let options = [
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (as given to project)."),
+        SharedOptions.data(),
         KafkaOptions.brokers,
         OptionSpec(name: "--group", value: "G", help: "Also show consumer group G's members and who holds each partition (needs --brokers)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Kafka settings (and kafka.bootstrap.servers instead of --brokers)."),
-        OptionSpec(name: "--topic", value: "T", help: "Topic (default health-samples)."),
-        OptionSpec(name: "--format", value: "F", help: "table (default, for people) or json (one document; see JSON)."),
+        SharedOptions.config("Kafka settings (and kafka.bootstrap.servers instead of --brokers)."),
+        SharedOptions.topic(),
+        SharedOptions.format("table (default, for people) or json (one document; see JSON)."),
         KafkaOptions.connectTimeout,
     ]
     static let discussion = """
@@ -71,10 +72,9 @@ enum StatusCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("status takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("status needs --data DIR") }
+        let data = try arguments.data(for: "status")
         guard !data.isEmpty else { throw CLIError.usage("--data is empty: give the data directory a projector writes (as given to project)") }
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not a format; use table or json") }
+        let format = try arguments.format(["table", "json"])
         let topic = try arguments.topic(default: "health-samples")
         var access: LogAccess?
         var timeout = try KafkaOptions.connectTimeout(arguments)

@@ -1,3 +1,5 @@
+import DaybookSupport
+
 /// User strings made safe to show on a terminal or in a spreadsheet.
 ///
 /// User ids, source names and uuids come from the log and may hold control characters

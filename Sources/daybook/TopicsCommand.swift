@@ -9,7 +9,7 @@ enum TopicsCommand: Subcommand {
     static let options = [
         KafkaOptions.brokers,
         OptionSpec(name: "--topics", value: "DIR", help: "Topic definitions (default: topics/, else built-in)."),
-        OptionSpec(name: "--config", value: "FILE", help: "Configuration: kafka.properties and kafka.secrets for the connection."),
+        SharedOptions.config("Configuration: kafka.properties and kafka.secrets for the connection."),
     ]
     static let discussion = """
     Creates missing topics with the partitions, replication factor and configs of their

@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// `daybook totals`: read the shards.
@@ -9,12 +10,12 @@ enum TotalsCommand: Subcommand {
     static let abstract = "Print daily totals from the projector's shards."
     static let usage = "totals --data DIR [--user U] [--metric M] [--from DAY] [--to DAY] [--format table|json|csv]"
     static let options = [
-        OptionSpec(name: "--data", value: "DIR", help: "Directory of the shards (as given to project)."),
+        SharedOptions.data(),
         OptionSpec(name: "--user", value: "U", help: "Only this user."),
         OptionSpec(name: "--metric", value: "M", help: "Only this metric (steps, active_energy, distance, heart_rate)."),
         OptionSpec(name: "--from", value: "DAY", help: "First day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--to", value: "DAY", help: "Last day, YYYY-MM-DD (inclusive)."),
-        OptionSpec(name: "--format", value: "F", help: "table (default, for people), json (the lines of 'daybook rollup'), or csv."),
+        SharedOptions.format("table (default, for people), json (the lines of 'daybook rollup'), or csv."),
     ]
     static let discussion = """
     json prints exactly the lines 'daybook rollup' prints for the same log. table shows one
@@ -22,8 +23,8 @@ enum TotalsCommand: Subcommand {
     never 0. Safe to run while a projector writes. A shard kept as a warm standby
     ('project --standby') may lag the log: totals says so on stderr, naming the partition.
 
-    UNKNOWN, not zero: a day not over at the last sign of life (check-in, or delivered
-    sample) of a source that speaks for the metric — that day and every later one — is
+    UNKNOWN, not zero: a day not over when a source that speaks for the metric was last
+    seen (its check-in, or a delivered sample) — that day and every later one — is
     'unknown': its data may still come. table prints the word (after the total if there
     is one, naming the silent source and since when); json adds "unknown":["phone"] to the
     day's line, and prints such a day without a row as {"user","metric","day","unknown"};
@@ -57,7 +58,7 @@ enum TotalsCommand: Subcommand {
 
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("totals takes no positional arguments") }
-        guard let data = arguments.value("--data") else { throw CLIError.usage("totals needs --data DIR") }
+        let data = try arguments.data(for: "totals")
         var query = ShardReader.Query(user: arguments.value("--user"))
         if let m = arguments.value("--metric") {
             guard let metric = Metric(rawValue: m) else {
@@ -74,8 +75,7 @@ enum TotalsCommand: Subcommand {
         if let from = query.from, let to = query.to, from > to {
             throw CLIError.usage("--from \(from) is after --to \(to): the range would hold no day; give --from on or before --to")
         }
-        let format = arguments.value("--format") ?? "table"
-        guard ["table", "json", "csv"].contains(format) else { throw CLIError.usage("--format '\(TerminalText.escaped(format))' is not one of table, json, csv") }
+        let format = try arguments.format(["table", "json", "csv"])
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
 
         let reader = ShardReader(directory: data)

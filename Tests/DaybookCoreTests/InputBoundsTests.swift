@@ -1,4 +1,5 @@
 @testable import DaybookCore
+import DaybookSupport
 import Testing
 
 /// Hostile numbers: timestamps outside what integer nanoseconds can hold, values whose sum

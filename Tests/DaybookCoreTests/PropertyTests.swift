@@ -1,4 +1,5 @@
 @testable import DaybookCore
+import DaybookSupport
 import Foundation
 import DaybookTestSupport
 import Testing
@@ -212,7 +213,7 @@ struct LogGenerator {
 }
 
 
-/// The rules of the README written the slow, obvious way: replay the log into a map,
+/// The rules of Guides/Dedupe.md written the slow, obvious way: replay the log into a map,
 /// then walk every minute and every instant. Civil days come from Foundation's Calendar,
 /// not from `ZoneRules`, so the two are checked against each other.
 struct Reference {

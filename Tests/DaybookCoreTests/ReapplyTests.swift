@@ -1,4 +1,5 @@
 @testable import DaybookCore
+import DaybookSupport
 import DaybookTestSupport
 import Testing
 
@@ -124,7 +125,7 @@ import Testing
         #expect(rows.values.sorted { $0.key < $1.key } == expected, "edited \(edited.uuid), removed \(removed?.uuid ?? "-") (seed \(seed))")
     }
 
-    /// What a re-read cannot repair, as README's "Replay" says. Watch 600 over 09:00–10:00 is
+    /// What a re-read cannot repair, as Guides/Replay.md says. Watch 600 over 09:00–10:00 is
     /// deleted (and re-sent later, which the log ignores); phone 900 over 09:30–10:30 keeps
     /// all of 2024-05-06: 900. With the watch alive it would be 600 + 450 = 1050.
     @Test func whatARereadCannotRepair() throws {

@@ -1,4 +1,5 @@
 @testable import DaybookCore
+import DaybookSupport
 import Testing
 
 @Suite struct ValidationTests {

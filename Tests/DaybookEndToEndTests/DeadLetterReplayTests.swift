@@ -1,3 +1,4 @@
+import DaybookSupport
 import DaybookTestSupport
 import DaybookCore
 import DaybookKafka

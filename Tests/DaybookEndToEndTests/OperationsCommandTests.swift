@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookStore
+import DaybookSupport
 import DaybookTestSupport
 import Foundation
 import Testing

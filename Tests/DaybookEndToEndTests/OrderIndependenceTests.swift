@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookStore
+import DaybookSupport
 import DaybookTestSupport
 import Foundation
 import Testing

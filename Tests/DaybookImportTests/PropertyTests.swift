@@ -1,5 +1,6 @@
 import DaybookCore
 @testable import DaybookImport
+import DaybookSupport
 import DaybookTestSupport
 import Foundation
 import Testing

@@ -3,6 +3,7 @@ import DaybookKafka
 import DaybookPipeline
 import DaybookPublish
 import DaybookStore
+import DaybookSupport
 import DaybookTestSupport
 import Foundation
 import Testing

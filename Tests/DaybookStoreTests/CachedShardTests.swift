@@ -1,3 +1,4 @@
+import DaybookSupport
 import DaybookTestSupport
 @testable import DaybookStore
 @testable import DaybookCore

@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 import DaybookTestSupport
 @testable import DaybookStore
 import Foundation

@@ -14,7 +14,7 @@ let package = Package(
             .product(name: "DaybookKafka", package: "Daybook"),
             .product(name: "DaybookCore", package: "Daybook"),
         ]),
-        // The README's "Publishing from Swift" program, verbatim (scripts/example checks that
+        // Guides/Publishing.md's program, verbatim (scripts/example checks that
         // the two are the same and runs it).
         .executableTarget(name: "publish-once", dependencies: [
             .product(name: "DaybookPublish", package: "Daybook"),

@@ -15,6 +15,7 @@
 //   (validation bounds each sample's value, so no day can sum to infinity).
 import DaybookCore
 #if canImport(Glibc)
+import DaybookSupport
 import Glibc
 #endif
 

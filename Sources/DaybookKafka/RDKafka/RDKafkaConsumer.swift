@@ -52,7 +52,7 @@ final class RDKafkaConsumer {
 
     /// Reads partitions with librdkafka's simple consumer (no group, no rebalancing) into
     /// one queue, from the given offsets. It fetches several times faster than an assigned
-    /// high-level consumer (measured against the mock cluster: ~1M vs ~0.2M messages/s).
+    /// high-level consumer (BENCHMARKS.md, "Figures behind choices in the code").
     func readDirectly(_ partitions: [TopicPartition], offsets: [TopicPartition: Int64]) throws(KafkaError) {
         stopDirect()
         let directQueue = rd_kafka_queue_new(client.handle)!
@@ -170,15 +170,14 @@ final class RDKafkaConsumer {
 
     /// Starts partitions held since their assignment: resumes them, then seeks each to its
     /// offset. In this order the seek's op wakes the broker threads, which fetch at once;
-    /// seek-then-resume left them asleep until their next wake-up (measured on the mock
-    /// cluster: ~1.1 s from assignment to the first message, vs ~0.1 s). Anything fetched
-    /// between the two calls is of an older fetch version and is discarded by librdkafka;
-    /// the projector also skips offsets below a shard's and re-checks any jump.
+    /// seek-then-resume leaves them asleep until their next wake-up (BENCHMARKS.md, "Figures
+    /// behind choices in the code"). Anything fetched between the two calls is of an older
+    /// fetch version and is discarded by librdkafka; the projector also skips offsets below
+    /// a shard's and re-checks any jump.
     ///
-    /// librdkafka 2.0.2 can undo the seek: one that lands while the end-of-log lookup of the
-    /// assignment (`OFFSET_END`, above) is in flight outdates the lookup, whose reply then
-    /// restarts it, and the partition is read from the end of the log. Nothing reports it;
-    /// the projector notices the end of partition past its shard's offset and seeks again.
+    /// librdkafka 2.0.2 can undo a seek that lands while the assignment's end-of-log lookup
+    /// (`OFFSET_END`, above) is in flight, silently; the projector seeks again when it sees
+    /// the end of a partition past its shard's offset.
     func start(_ offsets: [TopicPartition: Int64], timeoutMilliseconds: Int32) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         try resume(Array(offsets.keys))
@@ -210,10 +209,8 @@ final class RDKafkaConsumer {
     }
 
     /// The timeout to give `rd_kafka_seek_partitions` for a wait of `milliseconds`. Before
-    /// 2.1.0 librdkafka waits for its replies in microseconds what it is given in milliseconds
-    /// (its issue 4230): 10 s became 10 ms, and a seek of 22 partitions after a rebalance on
-    /// a busy machine failed as "timed out" 11 ms in, stopping the projector (exit 69),
-    /// although librdkafka carried out every seek. There it is given a thousand times more.
+    /// 2.1.0 librdkafka reads this timeout as microseconds (its issue 4230), so there it is
+    /// given a thousand times more.
     static func seekWait(_ milliseconds: Int32, libraryVersion: Int32 = rd_kafka_version()) -> Int32 {
         libraryVersion < 0x0201_0000 ? Int32(clamping: Int64(milliseconds) * 1_000) : milliseconds
     }

@@ -1,4 +1,3 @@
-import DaybookFiles
 import Foundation
 
 /// Temporary files and directories named after the process that made them, `PREFIX.tmp-PID`

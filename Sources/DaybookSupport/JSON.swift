@@ -99,9 +99,12 @@ public struct JSONParser {
         return value
     }
 
-    struct Reader {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var i = 0
+    /// A cursor over JSON bytes: the parser's own reader, public for readers that pick a
+    /// known shape's members straight off the bytes (Core's `FastEventReader`) and fall back
+    /// to `value(depth:)` for the rest. `i` is the offset of the next byte to read.
+    public struct Reader {
+        public let bytes: UnsafeBufferPointer<UInt8>
+        public var i = 0
         /// The member names and array indices leading to the value being read.
         var path: [String] = []
         /// Exact non-negative integer literals by path, when asked for (`parse(_:exactIntegers:)`).
@@ -109,7 +112,7 @@ public struct JSONParser {
         /// Number literals as written, by path, when asked for (`parse(_:exactIntegers:numberTexts:)`).
         var numberTexts: [String: String]?
 
-        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+        public init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         func fail(_ reason: String, _ kind: JSONSyntaxError.Kind = .syntax, at offset: Int? = nil) -> JSONSyntaxError {
             JSONSyntaxError(offset: offset ?? i, reason: reason, kind: kind, path: pathText)
@@ -127,7 +130,8 @@ public struct JSONParser {
                 : "byte 0x" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
         }
 
-        @inline(__always) mutating func skipSpace() {
+        /// Inlinable: fast readers call it between every two tokens.
+        @inlinable public mutating func skipSpace() {
             while i < bytes.count {
                 let c = bytes[i]
                 guard c == 32 || c == 10 || c == 13 || c == 9 else { return }
@@ -135,7 +139,7 @@ public struct JSONParser {
             }
         }
 
-        mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+        public mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
             guard depth < 64 else { throw fail("nesting deeper than 64 levels") }
             guard i < bytes.count else { throw fail("unexpected end of input") }
             switch bytes[i] {
@@ -209,7 +213,7 @@ public struct JSONParser {
 
         /// A string value or member name; refuses one that is not valid UTF-8 instead of
         /// repairing it (two different byte strings must never become one user id).
-        mutating func string(isKey: Bool = false) throws(JSONSyntaxError) -> String {
+        public mutating func string(isKey: Bool = false) throws(JSONSyntaxError) -> String {
             i += 1
             let start = i
             var ascii = true
@@ -319,7 +323,7 @@ public struct JSONParser {
             return v
         }
 
-        mutating func number() throws(JSONSyntaxError) -> JSONValue {
+        public mutating func number() throws(JSONSyntaxError) -> JSONValue {
             // FastEventReader calls this directly for "schema", possibly at the end of the input.
             guard i < bytes.count else { throw fail("unexpected end of input") }
             let start = i

@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookFiles
+import DaybookSupport
 import Foundation
 
 /// Which file holds each partition's shard in a data directory, and under which source

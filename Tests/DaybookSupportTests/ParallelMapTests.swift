@@ -1,4 +1,4 @@
-import DaybookCore
+import DaybookSupport
 import Foundation
 import Testing
 
