@@ -79,7 +79,6 @@ public struct EventDecoder: Sendable {
         // Well-formed events of the usual shape are read without building a tree; anything
         // else (including every invalid line) goes the general way, which names the fault.
         if let event = FastEventReader.event(bytes, zones: &zones) { return event }
-        if let fields = FastEventReader.read(bytes) { return try validate(fields) }
         let json: JSONValue
         var integers: [String: Int64]? = [:]
         var texts: [String: String]? = [:]
@@ -264,19 +263,6 @@ public struct EventDecoder: Sendable {
                       start: start, end: end, value: value, zone: f.zone, version: f.version)
     }
 
-    /// What the fast reader found in a well-shaped line.
-    enum Fields {
-        case added(SampleFields)
-        case deleted(user: String, uuid: String)
-    }
-
-    private func validate(_ fields: Fields) throws(EventError) -> Event {
-        switch fields {
-        case .added(let f): return .sampleAdded(try validateSample(f))
-        case .deleted(let user, let uuid): return try deletion(user: user, uuid: uuid)
-        }
-    }
-
     private func deletion(user: String, uuid: String) throws(EventError) -> Event {
         try requireNFC(user, path: "user")
         try requireNFC(uuid, path: "uuid")
@@ -289,11 +275,15 @@ public struct EventDecoder: Sendable {
     /// spelling of each equivalence class, so requiring it makes equal mean byte-equal.
     /// ASCII, nearly every id, is NFC and costs one pass over the bytes.
     private func requireNFC(_ text: String, path: String) throws(EventError) {
-        if text.utf8.allSatisfy({ $0 < 0x80 }) { return }
-        guard text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8) else {
+        guard EventDecoder.isNFC(text) else {
             throw EventError(code: .notNormalized, field: path,
                              message: "\(JSONWriter.quoted(text)) is not in Unicode normalization form C (NFC); ids are compared byte for byte, so normalize them (NFC) before publishing")
         }
+    }
+
+    /// Whether `text` is in normalization form C (ASCII always is).
+    static func isNFC(_ text: String) -> Bool {
+        text.utf8.allSatisfy({ $0 < 0x80 }) || text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8)
     }
 
     private func string(_ object: JSONValue, _ key: String, path: String) throws(EventError) -> String {

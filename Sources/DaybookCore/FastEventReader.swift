@@ -1,64 +1,24 @@
-#if canImport(Glibc)
 import DaybookSupport
+#if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Reads the members of an event line in one pass, without building a JSON tree.
+/// Reads a valid event line straight into its `Event`, in one pass, without building a
+/// JSON tree.
 ///
-/// It answers only for lines of the usual shape — an object whose known members have the
-/// expected JSON types, no escapes in keys, schema absent or 1, non-empty user and uuid,
-/// each member once, strings of valid UTF-8.
-/// For anything else it returns nil and `EventDecoder` takes the general path, which
-/// reports the exact fault; so this reader never decides that a line is invalid.
-/// Unknown members are skipped. Complexity: O(n) in the line length.
+/// It answers only for valid lines of the usual shape — a `sample-added` or
+/// `sample-deleted` object whose known members have the expected JSON types, each once, no
+/// escapes in keys or strings, schema absent or 1, every rule of
+/// `EventDecoder.validateSample` met. For anything else it returns nil and `EventDecoder`
+/// takes the general path, which reports the exact fault; so this reader never decides
+/// that a line is invalid, and never words an error. Unknown members are skipped.
+/// Complexity: O(n) in the line length.
 enum FastEventReader {
-    static func read(_ bytes: UnsafeBufferPointer<UInt8>) -> EventDecoder.Fields? {
-        var r = JSONParser.Reader(bytes: bytes)
-        var type: String?, user: String?, uuid: String?
-        var sample: EventDecoder.SampleFields?
-        var sawSample = false
-        var seen = Members()
-        let ok = object(&r) { key, r in
-            if key.is("type") { guard seen.first(0) else { return false }; type = string(&r); return type != nil }
-            if key.is("user") { guard seen.first(1) else { return false }; user = string(&r); return user != nil }
-            if key.is("uuid") { guard seen.first(2) else { return false }; uuid = string(&r); return uuid != nil }
-            if key.is("schema") {
-                guard seen.first(3), case .number(1)? = try? r.number() else { return false }
-                return true
-            }
-            if key.is("sample") {
-                guard seen.first(4) else { return false }
-                sawSample = true
-                sample = readSample(&r)
-                return sample != nil
-            }
-            return seen.firstUnknown(key.string) && skip(&r, depth: 1)
-        }
-        guard ok, let type, let user, !user.isEmpty else { return nil }
-        r.skipSpace()
-        guard r.i == bytes.count else { return nil }
-        switch type {
-        case "sample-added":
-            guard sawSample, var s = sample else { return nil }
-            s.user = user
-            return .added(s)
-        case "sample-deleted":
-            guard let uuid, !uuid.isEmpty else { return nil }
-            return .deleted(user: user, uuid: uuid)
-        default:
-            return nil
-        }
-    }
-
-    /// A valid event of the most usual shape, built straight from the bytes; nil for
-    /// anything else, which `read` and then the general path take (so they alone word every
-    /// error). The usual shape: `sample-added` or `sample-deleted` with only the members of
-    /// format 1, each once; ids, names and times printable ASCII without escapes (ASCII is
-    /// NFC, so no normalization pass); every rule of `EventDecoder.validateSample` holds.
-    /// Builds only what the event keeps: four Strings of a sample (user, uuid, source,
-    /// zone), none for its type, metric, unit or times.
+    /// The event of a valid line of the usual shape, or nil. Builds only what the event
+    /// keeps: four Strings of a sample (user, uuid, source, zone), none for its type,
+    /// metric, unit or times; an id of ASCII (nearly every one) is NFC without a look.
     /// Complexity: O(n) in the line length, one pass.
     static func event(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) -> Event? {
         var r = JSONParser.Reader(bytes: bytes)
@@ -66,9 +26,9 @@ enum FastEventReader {
         var sample: Sample?
         var seen = Members()
         let ok = object(&r) { key, r in
-            if key.is("type") { guard seen.first(0) else { return false }; type = ascii(&r); return type != nil }
-            if key.is("user") { guard seen.first(1) else { return false }; user = ascii(&r); return user != nil }
-            if key.is("uuid") { guard seen.first(2) else { return false }; uuid = ascii(&r); return uuid != nil }
+            if key.is("type") { guard seen.first(0) else { return false }; type = text(&r); return type != nil }
+            if key.is("user") { guard seen.first(1) else { return false }; user = text(&r); return user != nil }
+            if key.is("uuid") { guard seen.first(2) else { return false }; uuid = text(&r); return uuid != nil }
             if key.is("schema") {
                 guard seen.first(3), case .number(1)? = try? r.number() else { return false }
                 return true
@@ -78,19 +38,19 @@ enum FastEventReader {
                 sample = validSample(&r, zones: &zones)
                 return sample != nil
             }
-            return false
+            return seen.firstUnknown(key.string) && skip(&r, depth: 1)
         }
         guard ok, let type, let user, !user.isEmpty else { return nil }
         r.skipSpace()
         guard r.i == bytes.count else { return nil }
         if Key(bytes: type).is("sample-added") {
-            guard uuid == nil, var s = sample else { return nil }
-            s.user = String(decoding: user, as: UTF8.self)
+            guard uuid == nil, var s = sample, let name = id(user) else { return nil }
+            s.user = name
             return .sampleAdded(s)
         }
         if Key(bytes: type).is("sample-deleted") {
-            guard sample == nil, let uuid, !uuid.isEmpty else { return nil }
-            return .sampleDeleted(user: String(decoding: user, as: UTF8.self), uuid: String(decoding: uuid, as: UTF8.self))
+            guard sample == nil, let uuid, !uuid.isEmpty, let name = id(user), let sampleID = id(uuid) else { return nil }
+            return .sampleDeleted(user: name, uuid: sampleID)
         }
         return nil
     }
@@ -105,81 +65,13 @@ enum FastEventReader {
         var version: Int64 = 0
         var seen = Members()
         let ok = object(&r) { key, r in
-            if key.is("uuid") { guard seen.first(0) else { return false }; uuid = ascii(&r); return uuid != nil }
-            if key.is("metric") { guard seen.first(1) else { return false }; metricName = ascii(&r); return metricName != nil }
-            if key.is("source") { guard seen.first(2) else { return false }; source = ascii(&r); return source != nil }
-            if key.is("start") { guard seen.first(3) else { return false }; start = ascii(&r); return start != nil }
-            if key.is("end") { guard seen.first(4) else { return false }; end = ascii(&r); return end != nil }
-            if key.is("unit") { guard seen.first(5) else { return false }; unit = ascii(&r); return unit != nil }
-            if key.is("zone") { guard seen.first(6) else { return false }; zone = ascii(&r); return zone != nil }
-            if key.is("value") {
-                guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
-                      case .number(let d)? = try? r.number() else { return false }
-                value = d
-                return true
-            }
-            if key.is("version") {
-                guard seen.first(8), let v = integer(&r) else { return false }
-                version = v
-                return true
-            }
-            return false
-        }
-        guard ok, let uuid, !uuid.isEmpty, let metricName, let source, !source.isEmpty, let start, let end,
-              let raw = value, let unit, let zone else { return nil }
-        guard let entry = units.first(where: { $0.name.elementsEqual(metricName) }),
-              let factor = entry.units.first(where: { $0.unit.elementsEqual(unit) })?.factor,
-              case .instant(let from) = Instant.parse(start), case .instant(let to) = Instant.parse(end), to >= from else { return nil }
-        let metric = entry.metric
-        let (duration, overflow) = to.nanoseconds.subtractingReportingOverflow(from.nanoseconds)
-        guard !overflow, duration <= EventDecoder.maximumDuration, metric.isCumulative ? raw >= 0 : raw > 0 else { return nil }
-        let converted = raw * factor
-        guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
-        let zoneName = String(decoding: zone, as: UTF8.self)
-        if !zones.contains(zone) {
-            guard ZoneRules.named(zoneName) != nil else { return nil }
-            zones.insert(zone)
-        }
-        return Sample(user: "", uuid: String(decoding: uuid, as: UTF8.self), metric: metric, source: String(decoding: source, as: UTF8.self),
-                      start: from, end: to, value: converted, zone: zoneName, version: version)
-    }
-
-    /// Each metric's name and its units with their factors, as bytes (`Metric.units`),
-    /// made once: matching a line's metric and unit builds nothing.
-    private static let units: [(metric: Metric, name: [UInt8], units: [(unit: [UInt8], factor: Double)])] =
-        Metric.allCases.map { m in (m, Array(m.rawValue.utf8), m.units.map { (Array($0.unit.utf8), $0.factor) }) }
-
-    /// The bytes of a string value of printable ASCII without escapes, or nil (the caller
-    /// gives up) for anything else: another type, an escape, a control or non-ASCII byte.
-    private static func ascii(_ r: inout JSONParser.Reader) -> UnsafeBufferPointer<UInt8>? {
-        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
-        let start = r.i + 1
-        var i = start
-        while i < r.bytes.count {
-            let c = r.bytes[i]
-            if c == 34 {
-                r.i = i + 1
-                return UnsafeBufferPointer(rebasing: r.bytes[start..<i])
-            }
-            if c == 92 || c < 0x20 || c >= 0x7F { return nil }
-            i += 1
-        }
-        return nil
-    }
-
-    private static func readSample(_ r: inout JSONParser.Reader) -> EventDecoder.SampleFields? {
-        var uuid: String?, metric: String?, source: String?, start: String?, end: String?, unit: String?, zone: String?
-        var value: Double?
-        var version: Int64 = 0
-        var seen = Members()
-        let ok = object(&r) { key, r in
-            if key.is("uuid") { guard seen.first(0) else { return false }; uuid = string(&r); return uuid != nil }
-            if key.is("metric") { guard seen.first(1) else { return false }; metric = string(&r); return metric != nil }
-            if key.is("source") { guard seen.first(2) else { return false }; source = string(&r); return source != nil }
-            if key.is("start") { guard seen.first(3) else { return false }; start = string(&r); return start != nil }
-            if key.is("end") { guard seen.first(4) else { return false }; end = string(&r); return end != nil }
-            if key.is("unit") { guard seen.first(5) else { return false }; unit = string(&r); return unit != nil }
-            if key.is("zone") { guard seen.first(6) else { return false }; zone = string(&r); return zone != nil }
+            if key.is("uuid") { guard seen.first(0) else { return false }; uuid = text(&r); return uuid != nil }
+            if key.is("metric") { guard seen.first(1) else { return false }; metricName = text(&r); return metricName != nil }
+            if key.is("source") { guard seen.first(2) else { return false }; source = text(&r); return source != nil }
+            if key.is("start") { guard seen.first(3) else { return false }; start = text(&r); return start != nil }
+            if key.is("end") { guard seen.first(4) else { return false }; end = text(&r); return end != nil }
+            if key.is("unit") { guard seen.first(5) else { return false }; unit = text(&r); return unit != nil }
+            if key.is("zone") { guard seen.first(6) else { return false }; zone = text(&r); return zone != nil }
             if key.is("value") {
                 guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
                       case .number(let d)? = try? r.number() else { return false }
@@ -193,9 +85,54 @@ enum FastEventReader {
             }
             return seen.firstUnknown(key.string) && skip(&r, depth: 2) // the sample's members are one level deeper
         }
-        guard ok, let uuid, let metric, let source, let start, let end, let value, let unit, let zone else { return nil }
-        return EventDecoder.SampleFields(user: "", uuid: uuid, metric: metric, source: source, start: start, end: end,
-                                         value: value, unit: unit, zone: zone, version: version)
+        guard ok, let uuid, !uuid.isEmpty, let metricName, let source, !source.isEmpty, let start, let end,
+              let raw = value, let unit, let zone else { return nil }
+        guard let entry = units.first(where: { $0.name.elementsEqual(metricName) }),
+              let factor = entry.units.first(where: { $0.unit.elementsEqual(unit) })?.factor,
+              case .instant(let from) = Instant.parse(start), case .instant(let to) = Instant.parse(end), to >= from else { return nil }
+        let metric = entry.metric
+        let (duration, overflow) = to.nanoseconds.subtractingReportingOverflow(from.nanoseconds)
+        guard !overflow, duration <= EventDecoder.maximumDuration, metric.isCumulative ? raw >= 0 : raw > 0 else { return nil }
+        let converted = raw * factor
+        guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
+        guard let sampleID = id(uuid), let sourceName = id(source), let zoneName = id(zone) else { return nil }
+        if !zones.contains(zone) {
+            guard ZoneRules.named(zoneName) != nil else { return nil }
+            zones.insert(zone)
+        }
+        return Sample(user: "", uuid: sampleID, metric: metric, source: sourceName,
+                      start: from, end: to, value: converted, zone: zoneName, version: version)
+    }
+
+    /// Each metric's name and its units with their factors, as bytes (`Metric.units`),
+    /// made once: matching a line's metric and unit builds nothing.
+    private static let units: [(metric: Metric, name: [UInt8], units: [(unit: [UInt8], factor: Double)])] =
+        Metric.allCases.map { m in (m, Array(m.rawValue.utf8), m.units.map { (Array($0.unit.utf8), $0.factor) }) }
+
+    /// The bytes of a string value without escapes or control characters, or nil (the
+    /// caller gives up) for anything else. Bytes of 0x80 and above are checked by `id`.
+    private static func text(_ r: inout JSONParser.Reader) -> UnsafeBufferPointer<UInt8>? {
+        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
+        let start = r.i + 1
+        var i = start
+        while i < r.bytes.count {
+            let c = r.bytes[i]
+            if c == 34 {
+                r.i = i + 1
+                return UnsafeBufferPointer(rebasing: r.bytes[start..<i])
+            }
+            if c == 92 || c < 0x20 { return nil }
+            i += 1
+        }
+        return nil
+    }
+
+    /// An id or name as the event keeps it: ASCII as it stands; anything else only if it is
+    /// valid UTF-8 in normalization form C (else nil, and the general path names the fault).
+    private static func id(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        guard let text = String(validating: bytes, as: UTF8.self), EventDecoder.isNFC(text) else { return nil }
+        return text
     }
 
     /// A non-negative integer literal that fits in an Int64 (digits only, no leading zero
@@ -252,19 +189,8 @@ enum FastEventReader {
     /// The raw name at a member's opening quote, or nil for an escape, a control character,
     /// a byte ≥ 0x80 or no closing quote.
     private static func key(_ r: inout JSONParser.Reader) -> Key? {
-        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
-        let start = r.i + 1
-        var i = start
-        while i < r.bytes.count {
-            let c = r.bytes[i]
-            if c == 34 {
-                r.i = i + 1
-                return Key(bytes: UnsafeBufferPointer(rebasing: r.bytes[start..<i]))
-            }
-            if c == 92 || c < 0x20 || c >= 0x80 { return nil }
-            i += 1
-        }
-        return nil
+        guard let name = text(&r), !name.contains(where: { $0 >= 0x80 }) else { return nil }
+        return Key(bytes: name)
     }
 
     /// Walks an object's members, calling `member(key, &reader)` positioned at each value;
@@ -289,12 +215,6 @@ enum FastEventReader {
             if r.bytes[r.i] == 125 { r.i += 1; return true }
             return false
         }
-    }
-
-    /// A string value, or nil (and the caller gives up) for anything else.
-    private static func string(_ r: inout JSONParser.Reader) -> String? {
-        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
-        return try? r.string()
     }
 
     /// Skips a value at `depth` (as `JSONParser` counts it), so that the nesting limit is
