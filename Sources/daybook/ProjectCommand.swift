@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookLog
+import DaybookMetrics
 import DaybookPipeline
 import Foundation
 
@@ -149,7 +150,12 @@ enum ProjectCommand: Subcommand {
         }
         // Checked and first written before the projector starts: a wrong path is told at once.
         var metrics = try arguments.value("--metrics-file").map { path throws(CLIError) in
-            try ProjectorMetrics(path: path, topic: options.topic, logger: logger)
+            guard !path.isEmpty else { throw CLIError.usage("--metrics-file is empty; name a file such as /var/lib/node_exporter/textfile/daybook.prom") }
+            do throws(MetricsFileError) {
+                return try ProjectorMetrics(path: path, topic: options.topic, logger: logger, name: "--metrics-file \(path)")
+            } catch {
+                throw CLIError.metricsFile(error)
+            }
         }
 
         Shutdown.install()

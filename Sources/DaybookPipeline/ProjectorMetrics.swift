@@ -1,9 +1,8 @@
 import DaybookLog
 import DaybookMetrics
-import DaybookPipeline
 import Foundation
 
-/// `project --metrics-file`: the projector's metrics in the Prometheus text format, for
+/// The projector's metrics file (`daybook project --metrics-file`): its metrics in the Prometheus text format, for
 /// node_exporter's textfile collector, rewritten atomically every `interval`, at start and
 /// at exit.
 ///
@@ -11,11 +10,13 @@ import Foundation
 /// (once per distinct reason, and again when writing works again) and tries at the next
 /// interval. Only the start-up write is strict: a file that cannot be written then is a
 /// mistake in the command line or the deployment, refused before anything is projected.
-struct ProjectorMetrics {
+public struct ProjectorMetrics {
     let path: String
     let topic: String
     let logger: Logger
-    var interval: Duration = .seconds(5)
+    /// What warnings call the file (the executable: its option and path).
+    let name: String
+    public var interval: Duration = .seconds(5)
     /// When this process started, in seconds since 1970.
     let startTime: Double
     private var lastWrite = ContinuousClock.now
@@ -27,28 +28,25 @@ struct ProjectorMetrics {
 
     /// Checks `path` and writes a first file (nothing applied yet, up).
     ///
-    /// - Throws: `CLIError` 66 when its directory is missing or not a directory, 64 when
-    ///   `path` is a directory, 74 when the first write fails (permissions, read-only).
-    init(path: String, topic: String, logger: Logger) throws(CLIError) {
+    /// - Parameter name: what warnings call the file (default: its path).
+    /// - Throws: `MetricsFileError` when its directory is missing or not a directory, when
+    ///   `path` is a directory, or when the first write fails (permissions, read-only).
+    public init(path: String, topic: String, logger: Logger, name: String? = nil) throws(MetricsFileError) {
         self.path = path
         self.topic = topic
         self.logger = logger
+        self.name = name ?? path
         startTime = Date().timeIntervalSince1970
-        guard !path.isEmpty else { throw CLIError.usage("--metrics-file is empty; name a file such as /var/lib/node_exporter/textfile/daybook.prom") }
-        do {
-            try MetricsFile.checkDestination(path)
-            try Self.text(topic: topic, statistics: ProjectorStatistics(), partitions: [], up: true, startTime: startTime).write(to: path)
-        } catch {
-            throw CLIError.metricsFile(error)
-        }
+        try MetricsFile.checkDestination(path)
+        try Self.text(topic: topic, statistics: ProjectorStatistics(), partitions: [], up: true, startTime: startTime).write(to: path)
         lastWrite = .now
         if !path.hasSuffix(".prom") {
-            logger.warning("--metrics-file \(path): node_exporter's textfile collector reads only files named *.prom")
+            logger.warning("\(self.name): node_exporter's textfile collector reads only files named *.prom")
         }
     }
 
     /// Writes the file if `interval` has passed since the last write.
-    mutating func update(_ progress: ProjectorProgress) {
+    public mutating func update(_ progress: ProjectorProgress) {
         partitions = progress.partitions
         standbys = progress.standbys
         guard ContinuousClock.now - lastWrite >= interval else { return }
@@ -56,7 +54,7 @@ struct ProjectorMetrics {
     }
 
     /// The last write, when the projector stops (`up` 0): the counts it ended with.
-    mutating func finish(_ statistics: ProjectorStatistics) {
+    public mutating func finish(_ statistics: ProjectorStatistics) {
         write(statistics, up: false)
     }
 
@@ -65,7 +63,7 @@ struct ProjectorMetrics {
         do {
             try Self.text(topic: topic, statistics: statistics, partitions: partitions, standbys: standbys, up: up, startTime: startTime).write(to: path)
             if failure != nil {
-                logger.warning("--metrics-file \(path): written again")
+                logger.warning("\(name): written again")
                 failure = nil
             }
         } catch {
