@@ -205,7 +205,9 @@ public struct EventDecoder: Sendable {
         var version: Int64 = 0
     }
 
-    /// The rules of a sample that are about values, not JSON shape; shared by both readers.
+    /// The rules of a sample that are about values, not JSON shape, each with its error (the
+    /// fast reader keeps the same rules through `lastsAtMostAWeek` and `admits`, and the
+    /// same bounds, without words).
     func validateSample(_ f: SampleFields) throws(EventError) -> Sample {
         try requireNFC(f.user, path: "user")
         guard !f.uuid.isEmpty else { throw EventError(code: .emptyString, field: "sample.uuid", message: "must not be empty") }
@@ -223,9 +225,7 @@ public struct EventDecoder: Sendable {
             throw EventError(code: .endBeforeStart, field: "sample.end",
                              message: "\(end) is before sample.start \(start)")
         }
-        // Instants more than ~292 years apart are more than Int64.max nanoseconds apart.
-        let (duration, overflow) = end.nanoseconds.subtractingReportingOverflow(start.nanoseconds)
-        guard !overflow, duration <= EventDecoder.maximumDuration else {
+        guard EventDecoder.lastsAtMostAWeek(from: start, to: end) else {
             let days = (Double(end.nanoseconds) - Double(start.nanoseconds)) / Double(Instant.nanosPerDay)
             throw EventError(code: .tooLong, field: "sample.end",
                              message: "the sample lasts \(JSONWriter.number((days * 100).rounded() / 100)) days; at most 7 are accepted")
@@ -236,16 +236,12 @@ public struct EventDecoder: Sendable {
             throw EventError(code: .unitMismatch, field: "sample.unit",
                              message: "\(JSONWriter.quoted(f.unit)) is not a unit of \(metric.rawValue); use \(accepted)")
         }
-        if metric.isCumulative {
-            guard raw >= 0 else {
-                throw EventError(code: .negativeValue, field: "sample.value",
-                                 message: "\(JSONWriter.number(raw)) is negative; \(metric.rawValue) is cumulative and cannot go down")
-            }
-        } else {
-            guard raw > 0 else {
-                throw EventError(code: .nonPositiveHeartRate, field: "sample.value",
-                                 message: "\(JSONWriter.number(raw)) is not a positive heart rate")
-            }
+        guard EventDecoder.admits(raw, for: metric) else {
+            throw metric.isCumulative
+                ? EventError(code: .negativeValue, field: "sample.value",
+                             message: "\(JSONWriter.number(raw)) is negative; \(metric.rawValue) is cumulative and cannot go down")
+                : EventError(code: .nonPositiveHeartRate, field: "sample.value",
+                             message: "\(JSONWriter.number(raw)) is not a positive heart rate")
         }
         guard ZoneRules.named(f.zone) != nil else {
             throw EventError(code: .badZone, field: "sample.zone",
@@ -279,6 +275,20 @@ public struct EventDecoder: Sendable {
             throw EventError(code: .notNormalized, field: path,
                              message: "\(JSONWriter.quoted(text)) is not in Unicode normalization form C (NFC); ids are compared byte for byte, so normalize them (NFC) before publishing")
         }
+    }
+
+    /// Whether a sample from `start` to `end` (not before it) lasts at most
+    /// `maximumDuration`. Instants more than ~292 years apart are more than Int64.max
+    /// nanoseconds apart: that overflow is too long too.
+    static func lastsAtMostAWeek(from start: Instant, to end: Instant) -> Bool {
+        let (duration, overflow) = end.nanoseconds.subtractingReportingOverflow(start.nanoseconds)
+        return !overflow && duration <= maximumDuration
+    }
+
+    /// Whether `raw` may be a value of `metric`: cumulative metrics cannot go down (≥ 0), a
+    /// heart rate is positive.
+    static func admits(_ raw: Double, for metric: Metric) -> Bool {
+        metric.isCumulative ? raw >= 0 : raw > 0
     }
 
     /// Whether `text` is in normalization form C (ASCII always is).

@@ -22,7 +22,7 @@ enum FastEventReader {
     /// Complexity: O(n) in the line length, one pass.
     static func event(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) -> Event? {
         var r = JSONParser.Reader(bytes: bytes)
-        var type: UnsafeBufferPointer<UInt8>?, user: UnsafeBufferPointer<UInt8>?, uuid: UnsafeBufferPointer<UInt8>?
+        var type: Text?, user: Text?, uuid: Text?
         var sample: Sample?
         var seen = Members()
         let ok = object(&r) { key, r in
@@ -40,16 +40,16 @@ enum FastEventReader {
             }
             return seen.firstUnknown(key.string) && skip(&r, depth: 1)
         }
-        guard ok, let type, let user, !user.isEmpty else { return nil }
+        guard ok, let type, let user, !user.bytes.isEmpty else { return nil }
         r.skipSpace()
         guard r.i == bytes.count else { return nil }
-        if Key(bytes: type).is("sample-added") {
+        if Key(bytes: type.bytes).is("sample-added") {
             guard uuid == nil, var s = sample, let name = id(user) else { return nil }
             s.user = name
             return .sampleAdded(s)
         }
-        if Key(bytes: type).is("sample-deleted") {
-            guard sample == nil, let uuid, !uuid.isEmpty, let name = id(user), let sampleID = id(uuid) else { return nil }
+        if Key(bytes: type.bytes).is("sample-deleted") {
+            guard sample == nil, let uuid, !uuid.bytes.isEmpty, let name = id(user), let sampleID = id(uuid) else { return nil }
             return .sampleDeleted(user: name, uuid: sampleID)
         }
         return nil
@@ -58,9 +58,7 @@ enum FastEventReader {
     /// A sample that passes every rule of `EventDecoder.validateSample`, computed as it
     /// computes it (same conversions, same bounds), with an empty user; nil otherwise.
     private static func validSample(_ r: inout JSONParser.Reader, zones: inout ZoneMemo) -> Sample? {
-        var uuid: UnsafeBufferPointer<UInt8>?, metricName: UnsafeBufferPointer<UInt8>?, source: UnsafeBufferPointer<UInt8>?
-        var start: UnsafeBufferPointer<UInt8>?, end: UnsafeBufferPointer<UInt8>?, unit: UnsafeBufferPointer<UInt8>?
-        var zone: UnsafeBufferPointer<UInt8>?
+        var uuid: Text?, metricName: Text?, source: Text?, start: Text?, end: Text?, unit: Text?, zone: Text?
         var value: Double?
         var version: Int64 = 0
         var seen = Members()
@@ -85,20 +83,19 @@ enum FastEventReader {
             }
             return seen.firstUnknown(key.string) && skip(&r, depth: 2) // the sample's members are one level deeper
         }
-        guard ok, let uuid, !uuid.isEmpty, let metricName, let source, !source.isEmpty, let start, let end,
+        guard ok, let uuid, !uuid.bytes.isEmpty, let metricName, let source, !source.bytes.isEmpty, let start, let end,
               let raw = value, let unit, let zone else { return nil }
-        guard let entry = units.first(where: { $0.name.elementsEqual(metricName) }),
-              let factor = entry.units.first(where: { $0.unit.elementsEqual(unit) })?.factor,
-              case .instant(let from) = Instant.parse(start), case .instant(let to) = Instant.parse(end), to >= from else { return nil }
+        guard let entry = units.first(where: { $0.name.elementsEqual(metricName.bytes) }),
+              let factor = entry.units.first(where: { $0.unit.elementsEqual(unit.bytes) })?.factor,
+              case .instant(let from) = Instant.parse(start.bytes), case .instant(let to) = Instant.parse(end.bytes), to >= from else { return nil }
         let metric = entry.metric
-        let (duration, overflow) = to.nanoseconds.subtractingReportingOverflow(from.nanoseconds)
-        guard !overflow, duration <= EventDecoder.maximumDuration, metric.isCumulative ? raw >= 0 : raw > 0 else { return nil }
+        guard EventDecoder.lastsAtMostAWeek(from: from, to: to), EventDecoder.admits(raw, for: metric) else { return nil }
         let converted = raw * factor
         guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
         guard let sampleID = id(uuid), let sourceName = id(source), let zoneName = id(zone) else { return nil }
-        if !zones.contains(zone) {
+        if !zones.contains(zone.bytes) {
             guard ZoneRules.named(zoneName) != nil else { return nil }
-            zones.insert(zone)
+            zones.insert(zone.bytes)
         }
         return Sample(user: "", uuid: sampleID, metric: metric, source: sourceName,
                       start: from, end: to, value: converted, zone: zoneName, version: version)
@@ -109,19 +106,28 @@ enum FastEventReader {
     private static let units: [(metric: Metric, name: [UInt8], units: [(unit: [UInt8], factor: Double)])] =
         Metric.allCases.map { m in (m, Array(m.rawValue.utf8), m.units.map { (Array($0.unit.utf8), $0.factor) }) }
 
-    /// The bytes of a string value without escapes or control characters, or nil (the
-    /// caller gives up) for anything else. Bytes of 0x80 and above are checked by `id`.
-    private static func text(_ r: inout JSONParser.Reader) -> UnsafeBufferPointer<UInt8>? {
+    /// A string value as it stands between its quotes, and whether it is all ASCII (seen by
+    /// the same scan, so nothing looks at its bytes twice).
+    private struct Text {
+        var bytes: UnsafeBufferPointer<UInt8>
+        var ascii: Bool
+    }
+
+    /// A string value without escapes or control characters, or nil (the caller gives up)
+    /// for anything else. Bytes of 0x80 and above are checked by `id`.
+    private static func text(_ r: inout JSONParser.Reader) -> Text? {
         guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
         let start = r.i + 1
         var i = start
+        var high: UInt8 = 0
         while i < r.bytes.count {
             let c = r.bytes[i]
             if c == 34 {
                 r.i = i + 1
-                return UnsafeBufferPointer(rebasing: r.bytes[start..<i])
+                return Text(bytes: UnsafeBufferPointer(rebasing: r.bytes[start..<i]), ascii: high < 0x80)
             }
             if c == 92 || c < 0x20 { return nil }
+            high |= c
             i += 1
         }
         return nil
@@ -129,10 +135,10 @@ enum FastEventReader {
 
     /// An id or name as the event keeps it: ASCII as it stands; anything else only if it is
     /// valid UTF-8 in normalization form C (else nil, and the general path names the fault).
-    private static func id(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
-        guard let text = String(validating: bytes, as: UTF8.self), EventDecoder.isNFC(text) else { return nil }
-        return text
+    private static func id(_ text: Text) -> String? {
+        if text.ascii { return String(decoding: text.bytes, as: UTF8.self) }
+        guard let string = String(validating: text.bytes, as: UTF8.self), EventDecoder.isNFC(string) else { return nil }
+        return string
     }
 
     /// A non-negative integer literal that fits in an Int64 (digits only, no leading zero
@@ -189,8 +195,8 @@ enum FastEventReader {
     /// The raw name at a member's opening quote, or nil for an escape, a control character,
     /// a byte ≥ 0x80 or no closing quote.
     private static func key(_ r: inout JSONParser.Reader) -> Key? {
-        guard let name = text(&r), !name.contains(where: { $0 >= 0x80 }) else { return nil }
-        return Key(bytes: name)
+        guard let name = text(&r), name.ascii else { return nil }
+        return Key(bytes: name.bytes)
     }
 
     /// Walks an object's members, calling `member(key, &reader)` positioned at each value;
