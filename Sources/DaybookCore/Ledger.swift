@@ -135,7 +135,7 @@ public final class Ledger {
         // probes each window once however many of its events need it.
         var needs: [NeedKey: (state: UserState, user: String, days: [ClosedRange<Int32>])] = [:]
         func need(_ state: UserState, _ userID: String, _ metric: Metric, _ days: ClosedRange<Int32>) {
-            let key = NeedKey(state: ObjectIdentifier(state), metric: metric.index)
+            let key = NeedKey(state: ObjectIdentifier(state), metric: metric)
             if let last = needs[key]?.days.last, last == days { return } // the usual case: the same days again
             needs[key, default: (state, userID, [])].days.append(days)
         }
@@ -150,9 +150,8 @@ public final class Ledger {
             }
         }
         for (key, need) in needs {
-            guard let metric = Metric(storageCode: key.metric) else { continue }
             for days in Ledger.merged(need.days) {
-                try ensureLoaded(days, metric: metric, state: need.state, user: need.user, store: store)
+                try ensureLoaded(days, metric: key.metric, state: need.state, user: need.user, store: store)
             }
         }
     }
@@ -160,7 +159,7 @@ public final class Ledger {
     /// A (cached user, metric) whose days a load gathers.
     private struct NeedKey: Hashable {
         var state: ObjectIdentifier
-        var metric: Int
+        var metric: Metric
     }
 
     /// `ranges` as the fewest ranges covering the same days (overlapping or adjacent ones joined).
@@ -328,11 +327,7 @@ public final class Ledger {
             let state = user(sample.user)
             // One lookup of the uuid decides everything below.
             let current = state.uuids[sample.uuid]
-            switch current {
-            case .absent?: storeLacks = store != nil
-            case nil: storeLacks = store != nil && state.complete
-            default: storeLacks = false
-            }
+            storeLacks = store != nil && Ledger.storeLacks(current, complete: state.complete)
             if case .tombstoned? = current { return false }
             let record = makeRecord(sample, seq: position)
             if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
@@ -388,9 +383,15 @@ public final class Ledger {
     /// looking the uuid up (`Shard.Batch.storeLacks`). False when the cache does not know.
     public func storeLacks(user: String, uuid: String) -> Bool {
         guard store != nil, let state = cachedUser(user) else { return false }
-        switch state.uuids[uuid] {
+        return Ledger.storeLacks(state.uuids[uuid], complete: state.complete)
+    }
+
+    /// Whether the store holds nothing of a uuid whose cached state is `state`, of a user
+    /// whose whole store is cached (`complete`) or not.
+    private static func storeLacks(_ state: UUIDState?, complete: Bool) -> Bool {
+        switch state {
         case .absent?: return true
-        case nil: return state.complete
+        case nil: return complete
         default: return false
         }
     }
