@@ -76,10 +76,7 @@ public struct SourceSync: Hashable, Sendable {
     /// deliveredAt:)!)`, in place (a batch notes every sample; this builds nothing per sample).
     public mutating func note(_ sample: Sample, deliveredAt: Instant?) {
         lastSampleDelivered = SourceSync.later(lastSampleDelivered, deliveredAt)
-        if newestSampleEnd.map({ sample.end > $0 || (sample.end == $0 && sample.zone > (zone ?? "")) }) ?? true {
-            newestSampleEnd = sample.end
-            zone = sample.zone
-        }
+        takeNewest(end: sample.end, zone: sample.zone)
         metrics.insert(sample.metric)
     }
 
@@ -87,14 +84,17 @@ public struct SourceSync: Hashable, Sendable {
     public mutating func merge(_ other: SourceSync) {
         lastCheckIn = SourceSync.later(lastCheckIn, other.lastCheckIn)
         lastSampleDelivered = SourceSync.later(lastSampleDelivered, other.lastSampleDelivered)
-        if let end = other.newestSampleEnd {
-            // Ties go to the greater zone name, so the order of merging never matters.
-            if newestSampleEnd.map({ end > $0 || (end == $0 && (other.zone ?? "") > (zone ?? "")) }) ?? true {
-                newestSampleEnd = end
-                zone = other.zone
-            }
-        }
+        if let end = other.newestSampleEnd { takeNewest(end: end, zone: other.zone) }
         metrics.formUnion(other.metrics)
+    }
+
+    /// Keeps `end` and its zone if it is the newest sample end yet. Ties go to the greater
+    /// zone name, so the order of merging never matters.
+    private mutating func takeNewest(end: Instant, zone other: String?) {
+        if newestSampleEnd.map({ end > $0 || (end == $0 && (other ?? "") > (zone ?? "")) }) ?? true {
+            newestSampleEnd = end
+            zone = other
+        }
     }
 
     private static func later(_ a: Instant?, _ b: Instant?) -> Instant? {
