@@ -27,7 +27,7 @@ public final class ShardProjection {
     ///
     /// Each event's `deliveredAt` (its Kafka timestamp; nil from a file) is when a
     /// `sample-added` showed its source alive, for the sync state (`SourceSync`).
-    public func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter] = [],
+    public func apply(_ events: [Ledger.Staged], deadLetters: [Shard.DeadLetter] = [],
                       rereadBelow: Int64 = .min, nextPosition: Int64) throws -> BatchOutcome {
         try apply(events, deadLetters: deadLetters, rereadBelow: rereadBelow, nextPosition: nextPosition, recordingSync: true)
     }
@@ -55,7 +55,7 @@ public final class ShardProjection {
         return rows
     }
 
-    private func apply(_ events: [(event: Event, position: Int64, deliveredAt: Instant?)], deadLetters: [Shard.DeadLetter],
+    private func apply(_ events: [Ledger.Staged], deadLetters: [Shard.DeadLetter],
                        rereadBelow: Int64, nextPosition: Int64, recordingSync: Bool) throws -> BatchOutcome {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)

@@ -381,6 +381,15 @@ struct PackWork {
         }
         let add = try database.statement(PackWork.addCounts(rows: 1))
         let prune = try database.statement("DELETE FROM sample_days WHERE hash = ? AND place = ? AND count <= 0")
+        /// Binds `rows` to `statement`'s (hash, place, count) triples, in order, and runs it.
+        func addRows(_ rows: ArraySlice<(key: IndexKey, delta: Int)>, with statement: Statement) throws {
+            for (k, row) in rows.enumerated() {
+                try statement.bind(Int32(3 * k + 1), row.key.hash)
+                try statement.bind(Int32(3 * k + 2), row.key.place)
+                try statement.bind(Int32(3 * k + 3), row.delta)
+            }
+            try statement.run()
+        }
         // Additions, nearly every count of a batch, go `chunk` rows to a statement and in key
         // order: one statement's step per row costs about as much as its B-tree insert.
         var rising: [(key: IndexKey, delta: Int)] = []
@@ -390,32 +399,18 @@ struct PackWork {
                 rising.append((key, delta))
                 continue
             }
-            for statement in [add, prune] {
-                try statement.bind(1, key.hash)
-                try statement.bind(2, key.place)
-                if statement === add { try statement.bind(3, delta) }
-                try statement.run()
-            }
+            try addRows([(key, delta)], with: add)
+            try prune.bind(1, key.hash)
+            try prune.bind(2, key.place)
+            try prune.run()
         }
         rising.sort { ($0.key.hash, $0.key.place) < ($1.key.hash, $1.key.place) }
         let full = rising.count / PackWork.chunk * PackWork.chunk
         if full > 0 {
             let many = try database.statement(PackWork.addManyCounts)
-            for start in stride(from: 0, to: full, by: PackWork.chunk) {
-                for (k, row) in rising[start..<(start + PackWork.chunk)].enumerated() {
-                    try many.bind(Int32(3 * k + 1), row.key.hash)
-                    try many.bind(Int32(3 * k + 2), row.key.place)
-                    try many.bind(Int32(3 * k + 3), row.delta)
-                }
-                try many.run()
-            }
+            for start in stride(from: 0, to: full, by: PackWork.chunk) { try addRows(rising[start..<(start + PackWork.chunk)], with: many) }
         }
-        for row in rising[full...] {
-            try add.bind(1, row.key.hash)
-            try add.bind(2, row.key.place)
-            try add.bind(3, row.delta)
-            try add.run()
-        }
+        for i in rising.indices[full...] { try addRows(rising[i...i], with: add) }
     }
 
     /// Rows of `sample_days` one `addManyCounts` statement adds.
