@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "DaybookPublish", targets: ["DaybookPublish"]),
         .library(name: "DaybookBench", targets: ["DaybookBench"]),
         .library(name: "DaybookImportFiles", targets: ["DaybookImportFiles"]),
+        .library(name: "DaybookHTTP", targets: ["DaybookHTTP"]),
+        .library(name: "DaybookServe", targets: ["DaybookServe"]),
     ],
     targets: [
         // Pure arithmetic: events, validation, dedupe, civil days, freshness judgement and its
@@ -77,11 +79,18 @@ let package = Package(
         // as child processes beside kcat; their counts read from their metrics files), the
         // core bench in process, and the realistic log both use (SyntheticLog).
         .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
+        // An HTTP/1.1 server for Daybook's endpoints: request and response values, the
+        // request-target taken apart (RequestTarget), and the server over libmicrohttpd.
+        .target(name: "DaybookHTTP"),
+        // Reads over HTTP (`daybook serve`): routes, access tokens, routing to the member that
+        // holds a user, and the JSON answers.
+        .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics"]),
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "DaybookSupportTests", dependencies: ["DaybookSupport"]),
+        .testTarget(name: "DaybookHTTPTests", dependencies: ["DaybookHTTP"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
