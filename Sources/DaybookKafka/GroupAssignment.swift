@@ -18,12 +18,16 @@ public struct GroupAssignment: Sendable, Equatable {
         public var host: String
         /// The partitions of the topic asked about that it holds, sorted.
         public var partitions: [Int32]
+        /// The URL its read service answers at, as its owner claim advertises it
+        /// (`OwnerClaim.url`); nil when it advertises none.
+        public var url: String?
 
-        public init(memberID: String, clientID: String, host: String, partitions: [Int32]) {
+        public init(memberID: String, clientID: String, host: String, partitions: [Int32], url: String? = nil) {
             self.memberID = memberID
             self.clientID = clientID
             self.host = host
             self.partitions = partitions
+            self.url = url
         }
     }
 
@@ -84,20 +88,27 @@ public struct OwnerClaim: Sendable, Equatable {
     public var memberID: String
     public var clientID: String
     public var host: String
+    /// Where the member's read service answers (`daybook project --advertise`, as Kafka
+    /// Streams' `application.server`): readers of another member redirect there.
+    public var url: String?
 
-    public init(memberID: String, clientID: String, host: String) {
+    public init(memberID: String, clientID: String, host: String, url: String? = nil) {
         self.memberID = memberID
         self.clientID = clientID
         self.host = host
+        self.url = url
     }
 
     static let prefix = "daybook-owner/1"
 
-    /// `daybook-owner/1`, then tab-separated `member=`, `client=`, `host=` (tabs and
-    /// newlines in a value become spaces).
+    /// `daybook-owner/1`, then tab-separated `member=`, `client=`, `host=` and, when there
+    /// is one, `url=` (tabs and newlines in a value become spaces). A field is added, not
+    /// the version changed: a reader of claims without `url=` reads these too.
     public var text: String {
         let clean = { (s: String) in String(s.map { $0 == "\t" || $0 == "\n" ? " " : $0 }) }
-        return [Self.prefix, "member=" + clean(memberID), "client=" + clean(clientID), "host=" + clean(host)].joined(separator: "\t")
+        var fields = [Self.prefix, "member=" + clean(memberID), "client=" + clean(clientID), "host=" + clean(host)]
+        if let url { fields.append("url=" + clean(url)) }
+        return fields.joined(separator: "\t")
     }
 
     /// The claim in commit metadata; nil for metadata that is not one (another tool's commit).
@@ -110,7 +121,7 @@ public struct OwnerClaim: Sendable, Equatable {
             values[String(field[..<eq])] = String(field[field.index(after: eq)...])
         }
         guard let member = values["member"], let client = values["client"], let host = values["host"] else { return nil }
-        self.init(memberID: member, clientID: client, host: host)
+        self.init(memberID: member, clientID: client, host: host, url: values["url"].flatMap { $0.isEmpty ? nil : $0 })
     }
 }
 
@@ -129,19 +140,25 @@ extension KafkaConsumer {
     /// description, or where the cluster does not serve it, the owners' claims in the
     /// group's committed offsets (`GroupAssignment.Source`).
     public func groupAssignment(topic: String, count: Int, timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> GroupAssignment {
+        let partitions = (0..<Int32(count)).map { TopicPartition(topic, $0) }
         if let described = try core.client.describeGroup(groupID, timeoutMilliseconds: timeoutMilliseconds) {
+            // The coordinator knows no URLs: they come from the members' claims, by member id
+            // (best effort: without them a reader answers 503 instead of redirecting).
+            var urls: [String: String] = [:]
+            for claim in ((try? core.committed(partitions, timeoutMilliseconds: timeoutMilliseconds)) ?? [:]).values.compactMap({ OwnerClaim(text: $0.metadata) }) {
+                if let url = claim.url { urls[claim.memberID] = url }
+            }
             let members = described.members.map { m in
                 GroupAssignment.Member(memberID: m.id, clientID: m.clientID, host: m.host,
-                                       partitions: GroupAssignment.partitions(inAssignment: m.assignment, topic: topic) ?? [])
+                                       partitions: GroupAssignment.partitions(inAssignment: m.assignment, topic: topic) ?? [], url: urls[m.id])
             }
             return GroupAssignment(group: groupID, state: described.state, members: members.sorted { $0.memberID < $1.memberID }, source: .coordinator)
         }
-        let partitions = (0..<Int32(count)).map { TopicPartition(topic, $0) }
         let committed = try core.committed(partitions, timeoutMilliseconds: timeoutMilliseconds)
         var members: [String: GroupAssignment.Member] = [:]
         for tp in partitions {
             guard let claim = committed[tp].flatMap({ OwnerClaim(text: $0.metadata) }) else { continue }
-            members[claim.memberID, default: .init(memberID: claim.memberID, clientID: claim.clientID, host: claim.host, partitions: [])]
+            members[claim.memberID, default: .init(memberID: claim.memberID, clientID: claim.clientID, host: claim.host, partitions: [], url: claim.url)]
                 .partitions.append(tp.partition)
         }
         return GroupAssignment(group: groupID, state: nil, members: members.values.sorted { $0.memberID < $1.memberID }, source: .ownerClaims)

@@ -54,7 +54,7 @@ extension Projector {
             workers[p].map { (TopicPartition(options.topic, p), $0.shard.nextOffset) }
         })
         guard !solo, !offsets.isEmpty else { return }
-        let claim = OwnerClaim(memberID: consumer.memberID ?? "", clientID: clientID, host: Self.hostName)
+        let claim = OwnerClaim(memberID: consumer.memberID ?? "", clientID: clientID, host: Self.hostName, url: options.advertisedURL)
         try? consumer.commit(offsets, claim: claim, async: !waiting)
     }
 

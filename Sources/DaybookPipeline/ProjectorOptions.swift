@@ -41,6 +41,10 @@ public struct ProjectorOptions: Sendable {
     /// Also keep warm standby shards of these partitions while this member does not own
     /// them (`StandbyReplicas`). Default: none.
     public var standby: StandbyChoice?
+    /// The URL this member's read service answers at (`daybook serve` beside it), put in
+    /// its owner claims so that a reader asked for one of its users redirects there.
+    /// Default: none (readers elsewhere answer 503 for its users).
+    public var advertisedURL: String?
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
