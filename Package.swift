@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "DaybookHTTP"),
         // Reads over HTTP (`daybook serve`): routes, access tokens, routing to the member that
         // holds a user, and the JSON answers.
-        .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics"]),
+        .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookKafka", "DaybookLog"]),
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),

@@ -1,0 +1,93 @@
+import DaybookCore
+import DaybookSupport
+
+/// Where an answer was read: what `as_of` says.
+public struct AsOf: Sendable, Equatable {
+    public var partition: Int32
+    /// The shard's next offset: the answer holds every event of the partition before it.
+    public var nextOffset: Int64
+    /// Events in the log and not yet in the shard; nil when this member does not know the log end.
+    public var lag: Int64?
+    public var role: Placement.Role
+
+    public init(partition: Int32, nextOffset: Int64, lag: Int64?, role: Placement.Role) {
+        self.partition = partition
+        self.nextOffset = nextOffset
+        self.lag = lag
+        self.role = role
+    }
+
+    var json: String {
+        "{\"partition\":\(partition),\"next_offset\":\(nextOffset),\"lag\":\(lag.map(String.init) ?? "null"),\"role\":\"\(role.rawValue)\"}"
+    }
+}
+
+/// The JSON bodies of the read routes. Keys are written in a fixed order and numbers as
+/// `DayTotal.format` writes them (rounded to 6 decimals on output only), so an answer
+/// equals `daybook totals --format json`'s figures byte for byte.
+public enum ReadJSON {
+    /// The answer of `GET /v1/users/{user}/totals?bucket=day`: a row per day that has one
+    /// (an empty day is no row, never a zero), and under `unknown` each day of the range a
+    /// source that speaks for the metric was last heard from on or before, with those
+    /// sources: its data may still come (`DayBlock`, as `daybook totals` shows it).
+    public static func days(_ block: DayBlock, sources: Bool, asOf: AsOf) -> String {
+        var rows: [String] = []
+        var unknown: [String] = []
+        block.forEachDay(everyDay: false) { day, row, silent in
+            if let row { rows.append("{\"day\":\"\(day)\"," + summary(row.summary, sources: sources) + "}") }
+            if !silent.isEmpty {
+                let list = silent.map { "{\"source\":\(JSONWriter.quoted($0.source)),\"last_seen\":\"\($0.lastSeen)\"}" }.joined(separator: ",")
+                unknown.append("{\"day\":\"\(day)\",\"sources\":[\(list)]}")
+            }
+        }
+        return head(user: block.user, metric: block.metric, bucket: .day) + ",\"rows\":[" + rows.joined(separator: ",") + "],\"unknown\":["
+            + unknown.joined(separator: ",") + "],\"as_of\":" + asOf.json + "}"
+    }
+
+    /// The answer of `bucket=hour`: each hour keyed by its local start and end with the
+    /// offsets in force (RFC 3339), so a repeated fall-back hour is two rows.
+    public static func hours(user: String, metric: Metric, _ hours: [HourRow], sources: Bool, asOf: AsOf) -> String {
+        let rows = hours.map { hour in
+            "{\"start\":\"\(hour.start.format(offsetSeconds: hour.startOffsetSeconds))\",\"end\":\"\(hour.end.format(offsetSeconds: hour.endOffsetSeconds))\","
+                + summary(hour.summary, sources: sources) + "}"
+        }
+        return head(user: user, metric: metric, bucket: .hour) + ",\"rows\":[" + rows.joined(separator: ",") + "],\"unknown\":[],\"as_of\":" + asOf.json + "}"
+    }
+
+    /// `GET /v1/users/{user}/days/{day}/explain`: each stretch of the day with the sample
+    /// that won it (times in the winner's zone), those it beat and its contribution; each
+    /// instant and whether it counted; the day's row (null: no data).
+    public static func explain(_ e: Explanation, asOf: AsOf) -> String {
+        func sample(_ s: Explanation.SampleRef) -> String {
+            "{\"uuid\":\(JSONWriter.quoted(s.uuid)),\"source\":\(JSONWriter.quoted(s.source)),\"zone\":\(JSONWriter.quoted(s.zone)),"
+                + "\"start\":\"\(s.start)\",\"end\":\"\(s.end)\",\"value\":\(DayTotal.format(s.value))}"
+        }
+        let pieces = e.pieces.map { p in
+            "{\"start\":\"\(p.start.format(offsetSeconds: p.offsetSeconds))\",\"end\":\"\(p.end.format(offsetSeconds: p.offsetSeconds))\","
+                + "\"winner\":\(sample(p.winner)),\"beaten\":[\(p.beaten.map(sample).joined(separator: ","))],\"contribution\":\(DayTotal.format(p.contribution))}"
+        }
+        let points = e.points.map { p in
+            "{\"at\":\"\(p.sample.start.format(offsetSeconds: p.offsetSeconds))\",\"sample\":\(sample(p.sample)),"
+                + "\"counted\":\(p.shadowedBy == nil),\"shadowed_by\":\(p.shadowedBy.map(sample) ?? "null")}"
+        }
+        let total = e.total.map { "{" + summary($0.summary, sources: true) + "}" } ?? "null"
+        return "{\"user\":\(JSONWriter.quoted(e.key.user)),\"metric\":\"\(e.key.metric.rawValue)\",\"day\":\"\(e.key.day)\","
+            + "\"pieces\":[\(pieces.joined(separator: ","))],\"points\":[\(points.joined(separator: ","))],\"total\":\(total),\"as_of\":\(asOf.json)}"
+    }
+
+    private static func head(user: String, metric: Metric, bucket: Bucket) -> String {
+        "{\"user\":\(JSONWriter.quoted(user)),\"metric\":\"\(metric.rawValue)\",\"bucket\":\"\(bucket.rawValue)\""
+    }
+
+    /// A row's figures: `value` (and with `sources` each source's share, highest-ranked
+    /// first), or heart rate's `min`, `max`, `avg`, `count`.
+    static func summary(_ summary: DaySummary, sources: Bool) -> String {
+        switch summary {
+        case .cumulative(let value, let shares):
+            let list = sources ? ",\"sources\":[" + shares.map { "{\"source\":\(JSONWriter.quoted($0.source)),\"value\":\(DayTotal.format($0.value))}" }.joined(separator: ",") + "]" : ""
+            return "\"value\":\(DayTotal.format(value))" + list
+        case .discrete(let min, let max, let average, let count):
+            return "\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
+        }
+    }
+}
