@@ -87,10 +87,13 @@ let package = Package(
         .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookKafka", "DaybookLog"]),
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
-        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles"]),
+        .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles", "DaybookServe"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "DaybookSupportTests", dependencies: ["DaybookSupport"]),
         .testTarget(name: "DaybookHTTPTests", dependencies: ["DaybookHTTP"]),
+        // The read service's handler driven without a socket over real shard files: routes,
+        // statuses, access, placement, the tokens file, the JSON and the metrics (promtool).
+        .testTarget(name: "DaybookServeTests", dependencies: ["DaybookServe", "DaybookHTTP", "DaybookPipeline", "DaybookStore", "DaybookCore", "DaybookKafka", "DaybookSupport", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),

@@ -40,8 +40,8 @@ public struct AccessTokens: Sendable {
     /// Parses the text of a tokens file (`name` is how messages call it).
     public init(parsing text: String, name: String) throws(FileError) {
         var entries: [Entry] = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
+        // "\r\n" is one Character: a file written on Windows splits as one written on Unix.
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let bad = { (why: String) in FileError(path: name, line: index + 1, message: "\(name) line \(index + 1): \(why)") }

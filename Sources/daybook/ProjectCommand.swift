@@ -3,13 +3,14 @@ import DaybookKafka
 import DaybookLog
 import DaybookMetrics
 import DaybookPipeline
+import DaybookServe
 import Foundation
 
 /// `daybook project`: the projector, Kafka → core → SQLite shards.
 enum ProjectCommand: Subcommand {
     static let name = "project"
     static let abstract = "Project health-samples into SQLite read models (one shard per partition)."
-    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--standby PARTITIONS|all] [--connect-timeout S] [--metrics-file PATH]"
+    static let usage = "project --brokers B --data DIR [--config FILE] [--group G] [--until-caught-up] [--solo] [--standby PARTITIONS|all] [--advertise URL] [--connect-timeout S] [--metrics-file PATH]"
     static let options = [
         KafkaOptions.brokers,
         SharedOptions.data("Directory of the shards (created, mode 0700; files 0600)."),
@@ -19,6 +20,7 @@ enum ProjectCommand: Subcommand {
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),
         OptionSpec(name: "--solo", value: nil, help: "Take all partitions directly, without a group (instant restarts when running alone)."),
         OptionSpec(name: "--standby", value: "PARTITIONS", help: "Also keep warm standby shards of these partitions (0,3,5, or all) while this member does not own them (a group member: not with --solo). A partition the topic does not have is refused (64)."),
+        OptionSpec(name: "--advertise", value: "URL", help: "The URL of this member's read service (daybook serve), put in its owner claims: readers elsewhere redirect its users there."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--metrics-file", value: "PATH", help: "Write Prometheus metrics to PATH every 5 s, atomically (node_exporter textfile; see METRICS)."),
         OptionSpec(name: "--verbose", value: nil, help: "Log assignments and shard openings."),
@@ -86,6 +88,11 @@ enum ProjectCommand: Subcommand {
     message in another partition is a dead letter, code wrong_partition, naming both
     partitions; 'daybook dlq replay' republishes it where it belongs.
 
+    READS: with --advertise URL (e.g. http://node-b:8080, where 'daybook serve' runs
+    beside this projector on the same DIR) the URL goes into this member's owner claims,
+    so a read service of another member redirects requests for this member's users there
+    (Guides/Reading.md).
+
     EXIT CODES: 0 stopped or caught up; 74 storage failure (disk full, read-only; also
     a --metrics-file that cannot be written at start): fix it and restart; 75 a shard is
     held by another projector (exits at once); 76 the log does not hold what a shard
@@ -137,6 +144,11 @@ enum ProjectCommand: Subcommand {
                 throw CLIError.usage("--standby keeps shards of partitions this member does not own, but --solo owns every partition it reads: give one of them")
             }
             options.standby = try standbyChoice(standby)
+        }
+        if let url = arguments.value("--advertise") {
+            guard !options.solo else { throw CLIError.usage("--advertise puts a URL in this member's owner claims, but --solo is no member of a group: give one of them") }
+            if let problem = ListenAddress.advertiseProblem(url) { throw CLIError.usage("--advertise '\(TerminalText.escaped(url))' \(problem)") }
+            options.advertisedURL = ListenAddress.normalized(url)
         }
         let logger = Logger(label: "project", level: arguments.has("--verbose") ? .info : .warning)
         if let standby = options.standby {

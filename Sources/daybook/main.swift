@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 enum Commands {
-    static let all: [any Subcommand.Type] = [DemoCommand.self, RollupCommand.self, ExplainCommand.self, PublishCommand.self, ImportCommand.self, ProjectCommand.self, ReplayCommand.self, TotalsCommand.self, StatusCommand.self, LocateCommand.self, BrokerCommand.self, TopicsCommand.self, DLQCommand.self, BenchCommand.self, RebuildCommand.self, VerifyCommand.self, DiffCommand.self, StaleCommand.self]
+    static let all: [any Subcommand.Type] = [DemoCommand.self, RollupCommand.self, ExplainCommand.self, PublishCommand.self, ImportCommand.self, ProjectCommand.self, ReplayCommand.self, TotalsCommand.self, StatusCommand.self, LocateCommand.self, ServeCommand.self, BrokerCommand.self, TopicsCommand.self, DLQCommand.self, BenchCommand.self, RebuildCommand.self, VerifyCommand.self, DiffCommand.self, StaleCommand.self]
 }
 
 func mainHelp() -> String {
