@@ -1,0 +1,37 @@
+import DaybookCore
+import DaybookServe
+import DaybookSupport
+import Testing
+
+/// The JSON of the answers the shard read model cannot give yet (hours, explain), over
+/// values made by hand and by the core's own `Ledger.explain`.
+@Suite struct ReadJSONTests {
+    let asOf = AsOf(partition: 3, nextOffset: 12, lag: 0, role: .owned)
+
+    @Test func explainSaysWhichSampleWonWhichStretch() throws {
+        let ledger = Ledger(priority: .builtIn)
+        for (i, line) in ServeFixture.log.enumerated() { ledger.apply(try EventDecoder().decode(line), at: Int64(i)) }
+        let json = ReadJSON.explain(ledger.explain(DayKey(user: "ana", metric: .steps, day: CivilDay("2024-03-30")!)), asOf: asOf)
+        // The watch wins 08:00–09:00 over the phone (3000); the phone alone 09:00–09:15: 5400 × 15/60 = 1350.
+        let w1 = #"{"uuid":"w1","source":"watch","zone":"UTC","start":"2024-03-30T08:00:00Z","end":"2024-03-30T09:00:00Z","value":3000}"#
+        let p1 = #"{"uuid":"p1","source":"phone","zone":"UTC","start":"2024-03-30T08:15:00Z","end":"2024-03-30T09:15:00Z","value":5400}"#
+        #expect(json.hasPrefix(#"{"user":"ana","metric":"steps","day":"2024-03-30","pieces":["#))
+        #expect(json.contains(#""winner":\#(w1),"beaten":[\#(p1)]"#))
+        #expect(json.contains(#"{"start":"2024-03-30T09:00:00Z","end":"2024-03-30T09:15:00Z","winner":\#(p1),"beaten":[],"contribution":1350}"#))
+        #expect(json.hasSuffix(#""total":{"value":4350,"sources":[{"source":"watch","value":3000},{"source":"phone","value":1350}]},"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#))
+        #expect(throws: Never.self) { try JSONParser.parse(json) }
+    }
+
+    /// A fall-back night in New York: 01:00 comes twice, at -04:00 and then at -05:00, and
+    /// each is its own row, keyed by its local start with the offset in force.
+    @Test func hourRowsCarryTheirOffsets() throws {
+        let first = try Instant(rfc3339: "2024-11-03T05:00:00Z") // 01:00-04:00
+        let second = try Instant(rfc3339: "2024-11-03T06:00:00Z") // 01:00-05:00
+        let third = try Instant(rfc3339: "2024-11-03T07:00:00Z") // 02:00-05:00
+        let rows = [HourRow(start: first, startOffsetSeconds: -14_400, end: second, endOffsetSeconds: -18_000, summary: .cumulative(value: 600, sources: [SourceShare(source: "watch", value: 600)])),
+                    HourRow(start: second, startOffsetSeconds: -18_000, end: third, endOffsetSeconds: -18_000, summary: .cumulative(value: 400, sources: []))]
+        let json = ReadJSON.hours(user: "ana", metric: .steps, rows, sources: false, asOf: asOf)
+        #expect(json == #"{"user":"ana","metric":"steps","bucket":"hour","rows":[{"start":"2024-11-03T01:00:00-04:00","end":"2024-11-03T01:00:00-05:00","value":600},"#
+            + #"{"start":"2024-11-03T01:00:00-05:00","end":"2024-11-03T02:00:00-05:00","value":400}],"unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
+    }
+}
