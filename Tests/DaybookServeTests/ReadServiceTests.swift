@@ -355,3 +355,12 @@ import Testing
         #expect(answers.allSatisfy { $0 == expected })
     }
 }
+
+/// The tokens file docker-compose.yml mounts parses, and holds the demo token's digest.
+@Suite struct ComposeTokensTests {
+    @Test func theComposeTokensFileParses() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let tokens = try AccessTokens.load(root.appendingPathComponent("config/tokens").path)
+        #expect(tokens.scope(authorization: "Bearer compose-demo-token") == .service)
+    }
+}
