@@ -133,7 +133,8 @@ public final class HTTPServer: Sendable {
     /// New connections are refused at once, and requests that arrive from now on are
     /// answered 503 (`Connection: close`). The requests in progress get up to
     /// `stopDrainSeconds` to be answered; those still waiting for their `HTTPResponder` are
-    /// then answered 503 (a later `respond` is ignored), and every connection is closed.
+    /// then answered 503 (a later `respond` is ignored), which gets up to a second more to be
+    /// sent, and every connection is closed.
     /// Idempotent; a second caller returns once the first has stopped the server. Not to be
     /// called from a handler, whose thread this waits for.
     public func stop() {
@@ -142,13 +143,11 @@ public final class HTTPServer: Sendable {
             running = nil
             let listener = MHD_quiesce_daemon(current.daemon)
             core.beginStopping()
-            let deadline = ContinuousClock.now + .seconds(drainSeconds)
-            // Polled, not signalled: stop() is rare, and a wait of a few milliseconds is
-            // nothing beside the drain it bounds.
-            while core.inProgress.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
-                usleep(5_000)
-            }
+            core.waitUntilNoneInProgress(seconds: drainSeconds)
             core.answerWaiting(RequestLimits.stopping)
+            // The 503s go out once their connections resume, on libmicrohttpd's threads:
+            // a moment for that before MHD_stop_daemon closes every connection.
+            core.waitUntilNoneInProgress(seconds: 1)
             // Joins libmicrohttpd's threads: no handler runs once it returns. It closes the
             // connections but not a quiesced listener, whose socket is ours from then on.
             MHD_stop_daemon(current.daemon)
@@ -158,6 +157,9 @@ public final class HTTPServer: Sendable {
     }
 
     deinit { stop() }
+
+    /// Requests libmicrohttpd has not completed, for the tests' leak checks.
+    var inProgressForTests: Int { core.inProgress.load(ordering: .acquiring) }
 }
 
 /// One request from its line until libmicrohttpd is done with it, owned by the connection's
@@ -263,6 +265,15 @@ final class ServerCore: Sendable {
     }
 
     func beginStopping() { registry.withLock { $0.stopping = true } }
+
+    /// Returns once no request is in progress, or after `seconds`. Polled, not signalled:
+    /// stopping is rare, and a few milliseconds are nothing beside the wait they bound.
+    func waitUntilNoneInProgress(seconds: Int) {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while inProgress.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+            usleep(5_000)
+        }
+    }
 
     /// Answers every dispatched request that has no answer yet. Once stopping, nothing is
     /// dispatched any more, so none is left suspended for MHD_stop_daemon (which would abort).
