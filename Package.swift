@@ -79,9 +79,12 @@ let package = Package(
         // as child processes beside kcat; their counts read from their metrics files), the
         // core bench in process, and the realistic log both use (SyntheticLog).
         .target(name: "DaybookBench", dependencies: ["DaybookCore", "DaybookSupport", "DaybookKafka", "DaybookLog", "DaybookFiles", "DaybookStore"]),
+        // libmicrohttpd from Debian (libmicrohttpd-dev), seen only by DaybookHTTP.
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // An HTTP/1.1 server for Daybook's endpoints: request and response values, the
-        // request-target taken apart (RequestTarget), and the server over libmicrohttpd.
-        .target(name: "DaybookHTTP"),
+        // request-target taken apart (RequestTarget), and the server over libmicrohttpd
+        // (HTTPServer, answering at once or later through an HTTPResponder).
+        .target(name: "DaybookHTTP", dependencies: ["CMicroHTTPD"]),
         // Reads over HTTP (`daybook serve`): routes, access tokens, routing to the member that
         // holds a user, and the JSON answers.
         .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookKafka", "DaybookLog"]),

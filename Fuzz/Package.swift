@@ -35,5 +35,10 @@ let package = Package(
             .product(name: "DaybookStore", package: "Daybook"),
             .product(name: "DaybookPipeline", package: "Daybook"),
         ]),
+        // RequestTarget(parsing:) as a target, a path and a query, re-encoded and parsed
+        // back; the server's refusals by target (DaybookHTTP, built over libmicrohttpd).
+        .executableTarget(name: "FuzzRequestTarget", dependencies: [
+            .product(name: "DaybookHTTP", package: "Daybook"),
+        ]),
     ]
 )

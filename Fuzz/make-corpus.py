@@ -4,7 +4,7 @@
 Seeds are: representative lines of examples/week.jsonl (one per shape: user, metric,
 source, unit, zone, instant or interval, deletion), the bundled configurations, and named
 hostile cases. Crash reproducers (crash-*) found by fuzzing are kept; everything else in
-the four directories is rewritten. Keep the total well under 200 KB.
+the target directories is rewritten. Keep the total well under 200 KB.
 """
 import json
 import os
@@ -224,11 +224,33 @@ projector_seeds = {
     "empty": "",
 }
 
+# Request-targets as clients send them to `daybook serve`: the read routes, escapes of every
+# kind, and what RequestTarget refuses.
+request_target_seeds = {
+    "totals": "/v1/users/ana/totals?metric=steps&from=2026-03-01&to=2026-03-31",
+    "escaped-user": "/v1/users/ana%40x%2Fy/totals?metric=steps",
+    "utf8-segment": "/v1/users/caf%C3%A9/totals",
+    "plus-and-space": "/a+b?note=a+b%2Bc&flag&&",
+    "empty-segments": "/v1//x/?=&&=",
+    "root": "/",
+    "syncs": "/v1/users/ben/syncs",
+    "bad-escape": "/a%4",
+    "bad-escape-query": "/x?%zz=1",
+    "invalid-utf8-escape": "/%FF%FE",
+    "nul-escape": "/x?q=a%00",
+    "raw-invalid-utf8": b"/a\xff/b?c=\xc3",
+    "asterisk": "*",
+    "absolute-url": "http://x/y?z",
+    "empty": "",
+    "many-items": "/q?" + "&".join(f"k{i}=v%2{i % 10}" for i in range(40)),
+}
+
 for target, seeds in [
     ("event-decoder", {**week_seeds, **week_runs, **hostile_events}),
     ("instant", hostile_instants),
     ("configuration", config_seeds),
     ("projector", projector_seeds),
+    ("request-target", request_target_seeds),
 ]:
     d = reset(target)
     for name, data in seeds.items():
