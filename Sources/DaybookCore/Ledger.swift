@@ -526,6 +526,17 @@ public final class Ledger {
         return result
     }
 
+    /// The civil-hour rows of (`user`, `metric`) on the days `from` through `to`, sorted by
+    /// day, start and end (`HourRollup`: the hours of each day add up to its row exactly).
+    /// Complexity: O(m log m) for the m samples near those days.
+    public func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) -> [HourTotal] {
+        guard from <= to, let state = users[user]?.metrics[metric] else { return [] }
+        let days = from.number...to.number
+        let records = state.records(near: days, cumulative: metric.isCumulative)
+        return HourRollup.rows(records: records, rank: rankTable(for: metric), zones: zones, sources: sources,
+                               user: user, metric: metric, days: days).hours
+    }
+
     /// Every row, sorted by user, metric and day.
     public func allTotals() -> [DayTotal] {
         var out: [DayTotal] = []

@@ -26,6 +26,23 @@ public struct SourcePriority: Equatable, Sendable {
             .joined(separator: ";")
     }
 
+    /// The priority a `fingerprint` describes, as a shard records it
+    /// (`default=watch>phone>manual;steps=phone>watch`); nil when the text is not one.
+    /// A fingerprint does not quote names: a source whose name holds `>`, `;` or `=` reads
+    /// back as other names (the shard's own check, `sameRanking`, compares the same text).
+    public init?(fingerprint: String) {
+        let parts = fingerprint.split(separator: ";", omittingEmptySubsequences: false)
+        guard let first = parts.first, first.hasPrefix("default=") else { return nil }
+        func names(_ list: Substring) -> [String] {
+            list.isEmpty ? [] : list.split(separator: ">", omittingEmptySubsequences: false).map(String.init)
+        }
+        self.init(defaultOrder: names(first.dropFirst("default=".count)))
+        for part in parts.dropFirst() {
+            guard let equals = part.firstIndex(of: "="), let metric = Metric(rawValue: String(part[..<equals])) else { return nil }
+            perMetric[metric] = names(part[part.index(after: equals)...])
+        }
+    }
+
     /// The same ranking without the per-metric orders that repeat the default one
     /// (`config/daybook.json` lists steps' order although it is the default).
     public var canonical: SourcePriority {

@@ -8,13 +8,14 @@ import Foundation
 enum TotalsCommand: Subcommand {
     static let name = "totals"
     static let abstract = "Print daily totals from the projector's shards."
-    static let usage = "totals --data DIR [--user U] [--metric M] [--from DAY] [--to DAY] [--format table|json|csv]"
+    static let usage = "totals --data DIR [--user U] [--metric M] [--from DAY] [--to DAY] [--bucket day|hour] [--format table|json|csv]"
     static let options = [
         SharedOptions.data(),
         OptionSpec(name: "--user", value: "U", help: "Only this user."),
         OptionSpec(name: "--metric", value: "M", help: "Only this metric (steps, active_energy, distance, heart_rate)."),
         OptionSpec(name: "--from", value: "DAY", help: "First day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--to", value: "DAY", help: "Last day, YYYY-MM-DD (inclusive)."),
+        OptionSpec(name: "--bucket", value: "B", help: "day (default): one row per civil day; hour: one row per civil hour."),
         SharedOptions.format("table (default, for people), json (the lines of 'daybook rollup'), or csv."),
     ]
     static let discussion = """
@@ -35,6 +36,16 @@ enum TotalsCommand: Subcommand {
     A source's day is counted in the zone of its newest sample (UTC if it never sent one).
     --from after --to is refused (64). Tables cut ids longer than 48 characters; json and
     csv keep them whole.
+
+    HOURS (--bucket hour): each winning stretch is split across the civil hours of the
+    winner's own zone, pro rata, as days are split across civil days, and an hour is named
+    by its local start with the offset then in force (a fall-back night has two 01:00 rows,
+    01:00-04:00 and 01:00-05:00; a spring night has no 02:00 row). The hours of a day add
+    up to the day's total exactly, each hour's shares to its value; heart rate's hours
+    count the samples starting in them. An hour without data is no row; unknown days are
+    not shown. json prints {"user","metric","day","start","end","value"} (or min, max,
+    avg, count) per hour; csv has the columns
+    user,metric,day,start,end,value,min,max,avg,count,sources.
 
     CSV follows RFC 4180 and keeps the bytes: a field with a comma, quote, CR or LF is
     quoted, its quotes doubled. The text cells — user, sources, unknown — are data from the
@@ -76,12 +87,17 @@ enum TotalsCommand: Subcommand {
             throw CLIError.usage("--from \(from) is after --to \(to): the range would hold no day; give --from on or before --to")
         }
         let format = try arguments.format(["table", "json", "csv"])
+        let bucket = arguments.value("--bucket") ?? "day"
+        guard ["day", "hour"].contains(bucket) else {
+            throw CLIError.usage("--bucket '\(TerminalText.escaped(bucket))' is not one of day, hour")
+        }
         guard FileManager.default.fileExists(atPath: data) else { throw CLIError(code: ExitCode.noInput, message: "\(data): no such data directory") }
 
         let reader = ShardReader(directory: data)
-        let groups: [DayBlock]
+        var groups: [DayBlock] = []
+        var hours: [HourTotal] = []
         do {
-            groups = try reader.dayBlocks(query)
+            if bucket == "hour" { hours = try reader.hours(query) } else { groups = try reader.dayBlocks(query) }
         } catch {
             throw CLIError(error) // 65 a file that is not a shard, 66 not a directory, 74 storage
         }
@@ -91,6 +107,11 @@ enum TotalsCommand: Subcommand {
             printError("totals: note: \(which) here (this member does not own \(standby.count == 1 ? "it" : "them")): it may lag the log; for current totals read the owner's (daybook locate --user U --brokers B --group G)")
         }
         var out = OutputBuffer()
+        if bucket == "hour" {
+            Self.hours(hours, format: format, into: &out)
+            try out.flush()
+            return ExitCode.ok
+        }
         switch format {
         case "json":
             for group in groups {
@@ -125,6 +146,47 @@ enum TotalsCommand: Subcommand {
         }
         try out.flush()
         return ExitCode.ok
+    }
+
+    /// Hour rows: a JSON line each, a CSV record each, or a block per (user, metric) with a
+    /// line per hour (start → end, the value and each source's share).
+    static func hours(_ rows: [HourTotal], format: String, into out: inout OutputBuffer) {
+        switch format {
+        case "json":
+            for row in rows { out.line(row.jsonLine) }
+        case "csv":
+            out.line("user,metric,day,start,end,value,min,max,avg,count,sources")
+            for row in rows {
+                let lead = "\(TerminalText.csvField(row.key.user)),\(row.key.metric.rawValue),\(row.key.day),\(row.startText),\(row.endText)"
+                switch row.summary {
+                case .cumulative(let v, let shares):
+                    let s = TerminalText.csvList(shares.map { ($0.source, DayTotal.format($0.value)) })
+                    out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s))")
+                case .discrete(let lo, let hi, let avg, let n):
+                    out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),")
+                }
+            }
+        default:
+            guard !rows.isEmpty else {
+                out.line("no data")
+                return
+            }
+            var block: (user: String, metric: Metric)?
+            for row in rows {
+                if block?.user != row.key.user || block?.metric != row.key.metric {
+                    block = (row.key.user, row.key.metric)
+                    out.line("\(TerminalText.cell(row.key.user)) · \(row.key.metric.rawValue) (\(row.key.metric.canonicalUnit)) by hour")
+                }
+                let span = "\(row.startText) → \(row.endText)"
+                switch row.summary {
+                case .cumulative(let v, let shares):
+                    let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
+                    out.line("  \(span)  \(NumberText.rightAligned(DayTotal.format(v), 12))  \(parts)")
+                case .discrete(let lo, let hi, let avg, let n):
+                    out.line("  \(span)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples")
+                }
+            }
+        }
     }
 
     static func jsonList(_ names: [String]) -> String {

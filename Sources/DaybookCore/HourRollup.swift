@@ -1,0 +1,260 @@
+/// Civil-hour rows of one (user, metric), computed from the same resolver runs as its day
+/// rows, so that hours and days cannot disagree.
+///
+/// Each winning stretch is split across the civil hours of the winner's own zone
+/// (`ZoneRules.forEachHour`) pro rata by elapsed time, exactly as `DayAttribution` splits it
+/// across civil days; a counted instant goes whole to the hour holding it; heart rate's
+/// samples to the hour holding their start. Hours finer than days cut the same pieces, so
+/// the raw hour contributions of a day add up to its total up to floating-point rounding.
+///
+/// Exactness: a day prints its total rounded to 6 decimals (`DayTotal.format`). Its hours
+/// are whole micro-units apportioned from that printed total by largest remainder
+/// (Hamilton's method): every (hour, source) cell gets the floor of its raw share in
+/// micro-units, and the micro-units still missing go one each to the cells with the largest
+/// fractional parts (ties: the earlier hour, then the higher-ranked source). So the printed
+/// hours of a day sum to the printed day exactly, each hour's shares sum to its value, and
+/// no cell is more than one micro-unit from its raw share. Rounding each hour on its own
+/// instead would let a day of 24 hours drift by up to 12 micro-units from its total.
+/// Beyond 4.5e15 micro-units (4.5 billion of a metric's unit in a day, far past any real
+/// day) micro-units are no longer exact in a Double: such a day's hours keep their raw shares.
+enum HourRollup {
+    /// A civil hour of one zone on one day (two zones' identical hours merge into one row).
+    struct HourKey: Hashable, Comparable {
+        var day: Int32
+        var start: Int64
+        var end: Int64
+        var zone: Int32
+
+        static func < (a: HourKey, b: HourKey) -> Bool {
+            (a.day, a.start, a.end, a.zone) < (b.day, b.start, b.end, b.zone)
+        }
+    }
+
+    /// The hour rows of the civil days `days`, sorted by day, start and end; and the day rows
+    /// they were anchored on (cumulative metrics; empty for heart rate).
+    static func rows(records: [Record], rank: [Int32], zones: [ZoneRules], sources: [String], user: String, metric: Metric,
+                     days: ClosedRange<Int32>) -> (hours: [HourTotal], days: [DayTotal]) {
+        guard metric.isCumulative else {
+            return (discrete(records: records, zones: zones, user: user, metric: metric, days: days), [])
+        }
+        let resolver = TimelineResolver(records: records, rank: { rank[Int($0)] })
+        let runs = resolver.runs()
+        let instants = resolver.instants(runs: runs)
+        var attribution = DayAttribution()
+        attribution.attribute(runs: runs, instants: instants, records: records, zones: zones, include: { days.contains($0) })
+        let dayRows = attribution.totals(records: records)
+
+        // The same runs and instants, cut into hours. nanos == -1: an instant counted in full.
+        var pieces: [(hour: HourKey, record: Int, nanos: Int64)] = []
+        pieces.reserveCapacity(runs.count * 2 + instants.count)
+        for run in runs {
+            let zone = records[run.winner].zone
+            zones[Int(zone)].forEachHour(from: run.start, to: run.end) { start, end, day, nanos in
+                if days.contains(day) { pieces.append((HourKey(day: day, start: start, end: end, zone: zone), run.winner, nanos)) }
+            }
+        }
+        for outcome in instants where outcome.shadowedBy == nil {
+            let r = records[outcome.record]
+            let hour = zones[Int(r.zone)].hour(containing: r.start)
+            if days.contains(hour.day) {
+                pieces.append((HourKey(day: hour.day, start: hour.start, end: hour.end, zone: r.zone), outcome.record, -1))
+            }
+        }
+        // A fixed order (as `DayAttribution.totals`), so that any two computations agree to the bit.
+        pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : records[a.record].precedesInSumOrder(records[b.record]) }
+
+        // Raw contributions per (hour, source), hours in order, sources in order of first use.
+        var hours: [(key: HourKey, cells: [(source: Int32, raw: Double)])] = []
+        var i = 0
+        while i < pieces.count {
+            let key = pieces[i].hour
+            var cells: [(source: Int32, raw: Double)] = []
+            while i < pieces.count, pieces[i].hour == key {
+                let index = pieces[i].record
+                let r = records[index]
+                var nanos: Int64 = 0
+                var whole = false
+                while i < pieces.count, pieces[i].hour == key, pieces[i].record == index {
+                    if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
+                    i += 1
+                }
+                let contribution = whole ? r.value : r.value * (Double(nanos) / Double(r.end - r.start))
+                if let k = cells.firstIndex(where: { $0.source == r.source }) {
+                    cells[k].raw += contribution
+                } else {
+                    cells.append((r.source, contribution))
+                }
+            }
+            cells.sort { rank[Int($0.source)] < rank[Int($1.source)] }
+            hours.append((key, cells))
+        }
+
+        // Per day: the cells' micro-units, anchored on the day's total.
+        var dayValue: [Int32: Double] = [:]
+        for row in dayRows { dayValue[row.day] = row.value }
+        var out: [HourTotal] = []
+        out.reserveCapacity(hours.count)
+        var h = 0
+        while h < hours.count {
+            let day = hours[h].key.day
+            var last = h
+            while last + 1 < hours.count, hours[last + 1].key.day == day { last += 1 }
+            let raws = hours[h...last].flatMap { $0.cells.map(\.raw) }
+            let micros = apportion(raws, total: dayValue[day] ?? raws.reduce(0, +))
+            var cell = 0
+            for (key, cells) in hours[h...last] {
+                var shares: [SourceShare] = []
+                var microSum: Int64 = 0
+                var rawSum = 0.0
+                for c in cells {
+                    let v: Double
+                    if let micros {
+                        microSum += micros[cell]
+                        v = Double(micros[cell]) / 1e6
+                    } else {
+                        rawSum += c.raw
+                        v = c.raw
+                    }
+                    shares.append(SourceShare(source: sources[Int(c.source)], value: v))
+                    cell += 1
+                }
+                let rules = zones[Int(key.zone)]
+                out.append(HourTotal(
+                    key: DayKey(user: user, metric: metric, day: CivilDay(number: key.day)),
+                    start: Instant(nanoseconds: key.start), startOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
+                    end: Instant(nanoseconds: key.end), endOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.end)),
+                    summary: .cumulative(value: micros == nil ? rawSum : Double(microSum) / 1e6, sources: shares)))
+            }
+            h = last + 1
+        }
+        let days = dayRows.map { row in
+            DayTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: row.day)),
+                     summary: .cumulative(value: row.value, sources: row.bySource
+                        .sorted { rank[Int($0.source)] < rank[Int($1.source)] }
+                        .map { SourceShare(source: sources[Int($0.source)], value: $0.value) }))
+        }
+        return (merged(out, rank: { name in sources.firstIndex(of: name).map { rank[$0] } ?? Int32.max }), days)
+    }
+
+    /// Whole micro-units for `raws` that add up to `total` rounded to 6 decimals, each within
+    /// one micro-unit of its raw share (largest remainder); nil when the amounts are too
+    /// large for micro-units to be exact.
+    static func apportion(_ raws: [Double], total: Double) -> [Int64]? {
+        let limit = 4.5e15 // below 2^52: a Double holds every micro-unit, and x / 1e6 prints back as x
+        let target = (total * 1e6).rounded()
+        guard target.isFinite, abs(target) < limit else { return nil }
+        var micros: [Int64] = []
+        var remainders: [Double] = []
+        micros.reserveCapacity(raws.count)
+        remainders.reserveCapacity(raws.count)
+        var sum: Int64 = 0
+        for raw in raws {
+            let q = raw * 1e6
+            guard q.isFinite, abs(q) < limit else { return nil }
+            let floor = q.rounded(.down)
+            micros.append(Int64(floor))
+            remainders.append(q - floor)
+            sum += Int64(floor)
+        }
+        var missing = Int64(target) - sum
+        guard !raws.isEmpty else { return missing == 0 ? [] : nil }
+        let n = Int64(raws.count)
+        // Only a floating-point accident leaves more than one micro-unit per cell to place:
+        // spread that evenly first, so the loop below runs fewer than n times.
+        let each = missing / n
+        if each != 0 {
+            for k in micros.indices { micros[k] += each }
+            missing -= each * n
+        }
+        let order = raws.indices.sorted { remainders[$0] != remainders[$1] ? remainders[$0] > remainders[$1] : $0 < $1 }
+        var k = 0
+        while missing > 0 {
+            micros[order[k]] += 1
+            missing -= 1
+            k += 1
+        }
+        k = order.count - 1
+        while missing < 0 {
+            micros[order[k]] -= 1 // the smallest remainders give one back
+            missing += 1
+            k -= 1
+        }
+        return micros
+    }
+
+    /// Rows of different zones that name the same hour (same bounds and offsets: London and
+    /// Lisbon) as one row, their shares added.
+    private static func merged(_ rows: [HourTotal], rank: (String) -> Int32) -> [HourTotal] {
+        guard rows.count > 1 else { return rows }
+        func order(_ a: HourTotal, _ b: HourTotal) -> Bool {
+            (a.key.day, a.start, a.end, a.startOffsetSeconds, a.endOffsetSeconds) < (b.key.day, b.start, b.end, b.startOffsetSeconds, b.endOffsetSeconds)
+        }
+        func same(_ a: HourTotal, _ b: HourTotal) -> Bool {
+            a.key.day == b.key.day && a.start == b.start && a.end == b.end
+                && a.startOffsetSeconds == b.startOffsetSeconds && a.endOffsetSeconds == b.endOffsetSeconds
+        }
+        let sorted = rows.sorted(by: order)
+        var out: [HourTotal] = []
+        out.reserveCapacity(sorted.count)
+        for row in sorted {
+            guard let last = out.last, same(last, row),
+                  case .cumulative(let a, let sa) = last.summary, case .cumulative(let b, let sb) = row.summary else {
+                out.append(row)
+                continue
+            }
+            var shares = sa
+            for s in sb {
+                if let k = shares.firstIndex(where: { $0.source == s.source }) { shares[k].value += s.value } else { shares.append(s) }
+            }
+            shares.sort { rank($0.source) < rank($1.source) }
+            out[out.count - 1].summary = .cumulative(value: a + b, sources: shares)
+        }
+        return out
+    }
+
+    /// Heart rate: min, max, mean and count of the samples starting in each hour.
+    private static func discrete(records: [Record], zones: [ZoneRules], user: String, metric: Metric,
+                                 days: ClosedRange<Int32>) -> [HourTotal] {
+        var byHour: [HourKey: [Int]] = [:]
+        for i in records.indices {
+            let r = records[i]
+            let hour = zones[Int(r.zone)].hour(containing: r.start)
+            if days.contains(hour.day) { byHour[HourKey(day: hour.day, start: hour.start, end: hour.end, zone: r.zone), default: []].append(i) }
+        }
+        var out: [HourTotal] = []
+        for (key, indices) in byHour {
+            let ordered = indices.sorted { records[$0].precedesInSumOrder(records[$1]) }
+            var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
+            for i in ordered {
+                lo = min(lo, records[i].value)
+                hi = max(hi, records[i].value)
+                sum += records[i].value
+            }
+            let rules = zones[Int(key.zone)]
+            out.append(HourTotal(
+                key: DayKey(user: user, metric: metric, day: CivilDay(number: key.day)),
+                start: Instant(nanoseconds: key.start), startOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
+                end: Instant(nanoseconds: key.end), endOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.end)),
+                summary: .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count)))
+        }
+        return mergedDiscrete(out)
+    }
+
+    /// Heart-rate rows of the same hour in two zones as one (count-weighted mean).
+    private static func mergedDiscrete(_ rows: [HourTotal]) -> [HourTotal] {
+        let sorted = rows.sorted {
+            ($0.key.day, $0.start, $0.end, $0.startOffsetSeconds, $0.endOffsetSeconds) < ($1.key.day, $1.start, $1.end, $1.startOffsetSeconds, $1.endOffsetSeconds)
+        }
+        var out: [HourTotal] = []
+        for row in sorted {
+            if let last = out.last, last.key.day == row.key.day, last.start == row.start, last.end == row.end,
+               last.startOffsetSeconds == row.startOffsetSeconds, last.endOffsetSeconds == row.endOffsetSeconds,
+               case .discrete(let a, let b, let c, let d) = last.summary, case .discrete(let e, let f, let g, let n) = row.summary {
+                out[out.count - 1].summary = .discrete(min: min(a, e), max: max(b, f), average: (c * Double(d) + g * Double(n)) / Double(d + n), count: d + n)
+            } else {
+                out.append(row)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,58 @@
+import DaybookSupport
+
+/// One civil hour of a user's metric: a row of `daybook totals --bucket hour`.
+///
+/// Hours are civil hours of each winning sample's own zone (`ZoneRules`' civil hours): the
+/// repeated hour of a fall-back night is two rows, the skipped hour of a spring night none,
+/// and an hour without data is no row. A cumulative hour's value and per-source shares are
+/// whole micro-units (6 decimals), apportioned so that the hours of a civil day add up to
+/// that day's printed total exactly and each hour's shares to its value (`HourRollup`).
+/// Heart rate's hours count the samples that start in them.
+public struct HourTotal: Equatable, Sendable {
+    /// The user, the metric and the civil day the hour belongs to (that of its start).
+    public var key: DayKey
+    /// The hour's first instant, and the UTC offset in force then (seconds).
+    public var start: Instant
+    public var startOffsetSeconds: Int
+    /// The instant the hour ends (exclusive), and the UTC offset in force then: across an
+    /// offset change this is the new offset (`01:00-04:00` → `01:00-05:00`).
+    public var end: Instant
+    public var endOffsetSeconds: Int
+    public var summary: DaySummary
+
+    public init(key: DayKey, start: Instant, startOffsetSeconds: Int, end: Instant, endOffsetSeconds: Int, summary: DaySummary) {
+        self.key = key
+        self.start = start
+        self.startOffsetSeconds = startOffsetSeconds
+        self.end = end
+        self.endOffsetSeconds = endOffsetSeconds
+        self.summary = summary
+    }
+
+    /// The start as RFC 3339 local time with its offset (`2026-11-01T01:00:00-04:00`).
+    public var startText: String { HourTotal.localTime(start, offsetSeconds: startOffsetSeconds) }
+    /// The end as RFC 3339 local time with its offset (`2026-11-01T01:00:00-05:00`).
+    public var endText: String { HourTotal.localTime(end, offsetSeconds: endOffsetSeconds) }
+
+    /// `instant` as RFC 3339 wall time at `offsetSeconds`, always with a numeric offset
+    /// (`+00:00`, never `Z`: it is a local time whose offset happens to be zero).
+    public static func localTime(_ instant: Instant, offsetSeconds: Int) -> String {
+        let text = instant.format(offsetSeconds: offsetSeconds)
+        return offsetSeconds == 0 ? String(text.dropLast()) + "+00:00" : text
+    }
+
+    /// The JSON line `daybook totals --bucket hour --format json` prints for this hour:
+    /// user, metric, day, start, end, then value or min, max, avg and count (keys in a
+    /// fixed order; numbers as `DayTotal.format`).
+    public var jsonLine: String {
+        var s = "{\"user\":\(JSONWriter.quoted(key.user)),\"metric\":\"\(key.metric.rawValue)\",\"day\":\"\(key.day)\""
+        s += ",\"start\":\"\(startText)\",\"end\":\"\(endText)\""
+        switch summary {
+        case .cumulative(let value, _):
+            s += ",\"value\":\(DayTotal.format(value))"
+        case .discrete(let min, let max, let average, let count):
+            s += ",\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
+        }
+        return s + "}"
+    }
+}

@@ -1,0 +1,89 @@
+/// The samples of one user that a read needs, taken from a store, and what they give at
+/// read time: civil-hour rows (`HourRollup`), or a day's explanation.
+///
+/// A store fills it with every live sample that can reach the days asked: for cumulative
+/// metrics every sample overlapping their UTC days ± 1 (a civil day lies within its UTC
+/// day ± 1), for heart rate every sample starting in them. Given those, its rows equal an
+/// in-memory `Ledger`'s of the whole log (`Ledger.hours`): the same records, resolved by
+/// the same runs, summed in the same order.
+///
+/// Complexity: `add` is O(1) amortised; `hours` O(n log n) for the n samples of the metric.
+public struct SampleWindow {
+    public let user: String
+    public let priority: SourcePriority
+    private var sources: [String] = []
+    private var sourceIDs: [String: Int32] = [:]
+    private var zones: [ZoneRules] = []
+    private var zoneIDs: [String: Int32] = [:]
+    private var records = [[Record]](repeating: [], count: Metric.allCases.count)
+
+    public init(user: String, priority: SourcePriority) {
+        self.user = user
+        self.priority = priority
+    }
+
+    /// Number of samples added.
+    public var count: Int { records.reduce(0) { $0 + $1.count } }
+
+    /// Adds a live sample of `user` (a sample of another user is ignored), with its log
+    /// position. Each uuid must be added once: a store holds one version of it in force.
+    public mutating func add(_ sample: Sample, seq: Int64) {
+        guard sample.user == user else { return }
+        let record = Record(start: sample.start.nanoseconds, end: sample.end.nanoseconds, value: sample.value, seq: seq,
+                            version: sample.version, source: intern(source: sample.source), zone: intern(zone: sample.zone),
+                            uuid: sample.uuid)
+        records[sample.metric.index].append(record)
+    }
+
+    /// The hour rows of `metric` on the civil days `from` through `to`, sorted by day, start
+    /// and end; none when `from` is after `to`.
+    public func hours(_ metric: Metric, from: CivilDay, to: CivilDay) -> [HourTotal] {
+        rows(metric, from: from, to: to).hours
+    }
+
+    /// The hour rows and the day rows they were anchored on (heart rate: no day rows).
+    func rows(_ metric: Metric, from: CivilDay, to: CivilDay) -> (hours: [HourTotal], days: [DayTotal]) {
+        guard from <= to else { return ([], []) }
+        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
+                               user: user, metric: metric, days: from.number...to.number)
+    }
+
+    /// An in-memory ledger of these samples, for what only a ledger answers (`explain`).
+    public func ledger() -> Ledger {
+        let ledger = Ledger(priority: priority)
+        for metric in Metric.allCases {
+            for r in records[metric.index] {
+                ledger.apply(.sampleAdded(Sample(user: user, uuid: r.uuid, metric: metric, source: sources[Int(r.source)],
+                                                 start: Instant(nanoseconds: r.start), end: Instant(nanoseconds: r.end),
+                                                 value: r.value, zone: zones[Int(r.zone)].identifier, version: r.version)),
+                             at: r.seq)
+            }
+        }
+        return ledger
+    }
+
+    private mutating func intern(source: String) -> Int32 {
+        if let id = sourceIDs[source] { return id }
+        let id = Int32(sources.count)
+        sources.append(source)
+        sourceIDs[source] = id
+        return id
+    }
+
+    private mutating func intern(zone: String) -> Int32 {
+        if let id = zoneIDs[zone] { return id }
+        let id = Int32(zones.count)
+        // As the ledger: the decoder has validated the zone; an unknown one degrades to UTC.
+        zones.append(ZoneRules.named(zone) ?? ZoneRules(identifier: zone, transitions: [], offsetSeconds: [0]))
+        zoneIDs[zone] = id
+        return id
+    }
+
+    /// Source id → rank (0 is best) for `metric`, as `Ledger` ranks them.
+    private func rankTable(for metric: Metric) -> [Int32] {
+        let ordered = sources.indices.sorted { priority.ranks(sources[$0], above: sources[$1], for: metric) }
+        var table = [Int32](repeating: 0, count: sources.count)
+        for (rank, id) in ordered.enumerated() { table[id] = Int32(rank) }
+        return table
+    }
+}

@@ -1,0 +1,190 @@
+import DaybookCore
+import DaybookSupport
+import Foundation
+
+/// Civil-hour rows and explanations, computed at read time from a shard's state store (its
+/// packs of samples) under the source priority the shard records: nothing is kept per hour,
+/// so the projector writes no more than it did, and an hour row can never be stale beside
+/// its day row. Every read is one read transaction of a read-only connection (WAL), so a
+/// shard a projector writes meanwhile reads as of one commit.
+extension ShardReader {
+    /// The civil-hour rows of `user`'s `metric` on the civil days `from` through `to` in the
+    /// shard at `path`, sorted by day, start and end (`HourRollup`: the hours of each day add
+    /// up to its day row exactly). None when `from` is after `to`, for a user the shard does
+    /// not hold, and for a shard a projector is creating right now.
+    ///
+    /// Reads only the packs that can reach those days: samples starting from the longest
+    /// stored span (at most 7 days) before the day before `from`, to the day after `to`.
+    /// - Throws: `Shard.ShardError` (`.notAShard` for a file that is not a shard or a damaged
+    ///   pack) or `DatabaseError`.
+    public func hours(inShardAt path: String, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
+        guard from <= to, let db = try open(path) else { return [] }
+        var rows: [HourTotal] = []
+        try db.inReadTransaction {
+            rows = try StoredSamples(database: db, path: path).window(user: user, metric: metric, from: from, to: to)
+                .hours(metric, from: from, to: to)
+        }
+        return rows
+    }
+
+    /// The hour rows `query` asks for over every shard, sorted by user, metric, day and start
+    /// (`daybook totals --bucket hour`). Without `from` or `to` the range is open on that side.
+    /// A (user, metric, day) found in two shards is a `ShardError` `.splitUser`, as `totals`.
+    public func hours(_ query: Query) throws -> [HourTotal] {
+        let from = query.from ?? StoredSamples.firstDay
+        let to = query.to ?? StoredSamples.lastDay
+        guard from <= to else { return [] }
+        let metrics = query.metric.map { [$0] } ?? Metric.allCases
+        let paths = try shardPaths()
+        var found: [(rows: [HourTotal], shard: Int)] = []
+        for (index, path) in paths.enumerated() {
+            guard let db = try open(path) else { continue }
+            try db.inReadTransaction {
+                let stored = try StoredSamples(database: db, path: path)
+                for user in try query.user.map({ [$0] }) ?? stored.users() {
+                    for metric in metrics {
+                        let rows = try stored.window(user: user, metric: metric, from: from, to: to).hours(metric, from: from, to: to)
+                        if !rows.isEmpty { found.append((rows, index)) }
+                    }
+                }
+            }
+        }
+        // Blocks of one (user, metric) from one shard, in key order; two blocks of the same
+        // (user, metric) sharing a day came from two partitions.
+        found.sort { a, b in
+            let x = a.rows[0].key, y = b.rows[0].key
+            return x.user != y.user ? x.user.utf8.lexicographicallyPrecedes(y.user.utf8) : x.metric != y.metric ? x.metric < y.metric : a.shard < b.shard
+        }
+        for i in found.indices.dropFirst() {
+            let a = found[i - 1], b = found[i]
+            guard a.rows[0].key.user == b.rows[0].key.user, a.rows[0].key.metric == b.rows[0].key.metric else { continue }
+            let days = Set(a.rows.map(\.key.day))
+            if let clash = b.rows.first(where: { days.contains($0.key.day) }), let other = a.rows.first(where: { $0.key.day == clash.key.day }) {
+                throw Self.split(DayTotal(key: other.key, summary: other.summary), in: paths[a.shard],
+                                 DayTotal(key: clash.key, summary: clash.summary), in: paths[b.shard], directory: directory)
+            }
+        }
+        return found.flatMap(\.rows).sorted { a, b in
+            a.key != b.key ? a.key < b.key : (a.start, a.end, a.startOffsetSeconds) < (b.start, b.end, b.startOffsetSeconds)
+        }
+    }
+
+    /// Which sample won which stretch of `key`'s day, from the samples in the shard at
+    /// `path` (`Ledger.explain`: what `daybook explain` prints of an events file). A shard a
+    /// projector is creating right now explains an empty day.
+    public func explain(inShardAt path: String, _ key: DayKey) throws -> Explanation {
+        guard let db = try open(path) else { return Ledger().explain(key) }
+        var explanation: Explanation?
+        try db.inReadTransaction {
+            explanation = try StoredSamples(database: db, path: path)
+                .window(user: key.user, metric: key.metric, from: key.day, to: key.day).ledger().explain(key)
+        }
+        return explanation ?? Ledger().explain(key)
+    }
+}
+
+extension ShardReader.Snapshot {
+    /// `ShardReader.hours(inShardAt:…)` as of this snapshot: on its open connection and in
+    /// its read transaction (a server that holds snapshots opens nothing per request).
+    public func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
+        guard from <= to, let database else { return [] }
+        return try StoredSamples(database: database, path: path).window(user: user, metric: metric, from: from, to: to)
+            .hours(metric, from: from, to: to)
+    }
+
+    /// `ShardReader.explain(inShardAt:_:)` as of this snapshot.
+    public func explain(_ key: DayKey) throws -> Explanation {
+        guard let database else { return Ledger().explain(key) }
+        return try StoredSamples(database: database, path: path).window(user: key.user, metric: key.metric, from: key.day, to: key.day)
+            .ledger().explain(key)
+    }
+}
+
+/// A shard's stored samples as a reader sees them (inside the caller's read transaction):
+/// its priority, its names, its longest span, and the packs near some days.
+struct StoredSamples {
+    let database: Database
+    let path: String
+    let priority: SourcePriority
+    /// The longest stored span (end − start, ns): how far before a day a sample reaching
+    /// into it can start.
+    let maxSpan: Int64
+    private var names: [Int64: String] = [:]
+
+    /// The widest range of civil days a sample can touch (instants lie in 1900 ..< 2200).
+    static let firstDay = CivilDay(year: 1899, month: 12, day: 30)
+    static let lastDay = CivilDay(year: 2200, month: 1, day: 2)
+
+    init(database: Database, path: String) throws {
+        self.database = database
+        self.path = path
+        let meta = try database.statement("SELECT key, value FROM meta WHERE key IN ('priority', 'max_span_ns')")
+        var fingerprint: String?
+        var span: String?
+        while try meta.step() {
+            if meta.text(0) == "priority" { fingerprint = meta.text(1) } else { span = meta.text(1) }
+        }
+        // A shard records its priority when it is created, before it holds a sample: a shard
+        // without one has nothing to rank.
+        if let fingerprint {
+            guard let parsed = SourcePriority(fingerprint: fingerprint) else {
+                throw Shard.ShardError(.notAShard, "\(path): its source priority \(JSONWriter.quoted(fingerprint)) cannot be read (damaged, or written by a newer Daybook): rebuild the projection")
+            }
+            priority = parsed
+        } else {
+            priority = .builtIn
+        }
+        maxSpan = span.flatMap { Int64($0) } ?? EventDecoder.maximumDuration
+        let read = try database.statement("SELECT id, name FROM names")
+        while try read.step() { names[read.int64(0)] = read.text(1) }
+    }
+
+    /// The users with samples in the shard, in code-point order.
+    func users() throws -> [String] {
+        let read = try database.statement("SELECT DISTINCT user FROM packs ORDER BY user")
+        var out: [String] = []
+        while try read.step() { out.append(read.text(0)) }
+        return out
+    }
+
+    /// A window holding every live sample of (`user`, `metric`) that can reach the civil days
+    /// `from` through `to`: cumulative samples overlapping their UTC days ± 1 (as a ledger's
+    /// recompute reads them), heart rate's starting in them.
+    func window(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> SampleWindow {
+        var window = SampleWindow(user: user, priority: priority)
+        let first = (Int64(from.number) - 1) * Instant.nanosPerDay
+        let high = (Int64(to.number) + 2) * Instant.nanosPerDay
+        let low = metric.isCumulative ? first - max(0, maxSpan) : first
+        let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ?")
+        try read.bind(1, user)
+        try read.bind(2, metric.storageCode)
+        try read.bind(3, SamplePack.day(ofStart: low))
+        try read.bind(4, SamplePack.day(ofStart: high - 1))
+        defer { read.reset() }
+        while try read.step() {
+            let day = read.int64(0)
+            try read.withBlob(1) { bytes in
+                do {
+                    try SamplePack.decode(bytes, day: day) { packed in
+                        // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
+                        guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
+                        window.add(Sample(user: user, uuid: packed.uuid, metric: metric, source: try name(packed.source, user: user),
+                                          start: Instant(nanoseconds: packed.start), end: Instant(nanoseconds: packed.end),
+                                          value: packed.value, zone: try name(packed.zone, user: user), version: packed.version),
+                                   seq: packed.seq)
+                    }
+                } catch let damaged as SamplePack.Damaged {
+                    throw Shard.ShardError(.notAShard, "\(path): the pack of user \(user), metric \(metric.rawValue), UTC day \(day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
+                }
+            }
+        }
+        return window
+    }
+
+    private func name(_ id: Int64, user: String) throws -> String {
+        guard let name = names[id] else {
+            throw Shard.ShardError(.notAShard, "\(path): a stored sample of user \(user) refers to name \(id), which the shard does not have: rebuild the projection")
+        }
+        return name
+    }
+}

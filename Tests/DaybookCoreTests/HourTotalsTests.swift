@@ -1,0 +1,284 @@
+@testable import DaybookCore
+import DaybookSupport
+import Foundation
+import Testing
+
+/// A printed number (`DayTotal.format`) as an exact decimal, so sums are checked as printed.
+func printed(_ value: Double) -> Decimal { Decimal(string: DayTotal.format(value))! }
+
+/// Hour rows of each hand-built fixture, each checked against its day rows: the printed
+/// hours of a day add up to the printed day, each hour's shares to its value.
+@Suite struct HourTotalsTests {
+    /// The hours of `events` on `from`…`to`, with the day rows, after checking that the
+    /// hours of every day sum to its row and an in-store window gives the same rows.
+    func hours(_ events: [Event], metric: Metric = .steps, from: String, to: String,
+               sourceLocation: SourceLocation = #_sourceLocation) -> (hours: [HourTotal], days: [DayTotal]) {
+        let ledger = Ledger()
+        var window = SampleWindow(user: "ana", priority: .builtIn)
+        for (i, e) in events.enumerated() {
+            ledger.apply(e, at: Int64(i))
+            if case .sampleAdded(let s) = e { window.add(s, seq: Int64(i)) }
+        }
+        let hours = ledger.hours(user: "ana", metric: metric, from: CivilDay(from)!, to: CivilDay(to)!)
+        let days = ledger.allTotals().filter { $0.key.metric == metric }
+        #expect(window.hours(metric, from: CivilDay(from)!, to: CivilDay(to)!) == hours, "the window differs from the ledger", sourceLocation: sourceLocation)
+        expectHoursAddUp(hours, to: days, in: CivilDay(from)!...CivilDay(to)!, sourceLocation: sourceLocation)
+        return (hours, days)
+    }
+
+    /// "start → end value" for each hour, with shares: what the fixtures compare.
+    func lines(_ hours: [HourTotal]) -> [String] {
+        hours.map { h in
+            switch h.summary {
+            case .cumulative(let v, let shares):
+                return "\(h.startText) \(h.endText) \(DayTotal.format(v)) " + shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ",")
+            case .discrete(let lo, let hi, let avg, let n):
+                return "\(h.startText) \(h.endText) \(DayTotal.format(lo))/\(DayTotal.format(hi))/\(DayTotal.format(avg))/\(n)"
+            }
+        }
+    }
+
+    @Test func aFallBackNightHasTwoOneOClockHours() {
+        // America/New_York, 2026-11-01: 02:00 EDT (06:00Z) becomes 01:00 EST.
+        // watch 00:30-04:00 → 02:30-05:00 (04:30Z–07:30Z, 3 h) 900: 5 a minute.
+        // phone 01:30-05:00 → 03:30-05:00 (06:30Z–08:30Z, 2 h) 1200: 10 a minute; it wins
+        // only 07:30Z–08:30Z (the watch outranks it): 600. Day 900 + 600 = 1500 (naive 2100, max 1200).
+        // Hours: 00:00-04:00 30 min watch 150; 01:00-04:00 watch 300; 01:00-05:00 watch 300;
+        // 02:00-05:00 watch 30 min 150 + phone 30 min 300 = 450; 03:00-05:00 phone 30 min 300.
+        let events = [
+            added("w", "watch", "2026-11-01T00:30:00-04:00", "2026-11-01T02:30:00-05:00", 900, zone: "America/New_York"),
+            added("p", "phone", "2026-11-01T01:30:00-05:00", "2026-11-01T03:30:00-05:00", 1200, zone: "America/New_York"),
+        ]
+        expectDiscriminating(events, total: 1500)
+        let (hours, days) = hours(events, from: "2026-11-01", to: "2026-11-01")
+        #expect(days.map(\.jsonLine) == [#"{"user":"ana","metric":"steps","day":"2026-11-01","value":1500}"#])
+        #expect(lines(hours) == [
+            "2026-11-01T00:00:00-04:00 2026-11-01T01:00:00-04:00 150 watch=150",
+            "2026-11-01T01:00:00-04:00 2026-11-01T01:00:00-05:00 300 watch=300",
+            "2026-11-01T01:00:00-05:00 2026-11-01T02:00:00-05:00 300 watch=300",
+            "2026-11-01T02:00:00-05:00 2026-11-01T03:00:00-05:00 450 watch=150,phone=300",
+            "2026-11-01T03:00:00-05:00 2026-11-01T04:00:00-05:00 300 phone=300",
+        ])
+        #expect(hours[1].jsonLine == #"{"user":"ana","metric":"steps","day":"2026-11-01","start":"2026-11-01T01:00:00-04:00","end":"2026-11-01T01:00:00-05:00","value":300}"#)
+    }
+
+    @Test func heartRateCountsInTheHourHoldingEachSample() {
+        // The repeated hour again: 80 and 90 bpm in 01:00-04:00, 70 in 01:00-05:00. Day: 3
+        // samples, min 70, max 90, avg 80; the hours' counts 2 + 1 = 3.
+        let events = [
+            added("a", "watch", "2026-11-01T01:10:00-04:00", "2026-11-01T01:10:00-04:00", 80, metric: .heartRate, zone: "America/New_York"),
+            added("b", "phone", "2026-11-01T01:20:00-04:00", "2026-11-01T01:20:00-04:00", 90, metric: .heartRate, zone: "America/New_York"),
+            added("c", "watch", "2026-11-01T01:10:00-05:00", "2026-11-01T01:10:00-05:00", 70, metric: .heartRate, zone: "America/New_York"),
+        ]
+        let (hours, days) = hours(events, metric: .heartRate, from: "2026-11-01", to: "2026-11-01")
+        #expect(days.map(\.jsonLine) == [#"{"user":"ana","metric":"heart_rate","day":"2026-11-01","min":70,"max":90,"avg":80,"count":3}"#])
+        #expect(lines(hours) == [
+            "2026-11-01T01:00:00-04:00 2026-11-01T01:00:00-05:00 80/90/85/2",
+            "2026-11-01T01:00:00-05:00 2026-11-01T02:00:00-05:00 70/70/70/1",
+        ])
+    }
+
+    @Test func aSpringNightHasNoTwoOClockHour() {
+        // America/New_York, 2026-03-08: 02:00 EST (07:00Z) becomes 03:00 EDT.
+        // watch 01:30-05:00 → 03:30-04:00 (06:30Z–07:30Z, 1 h) 600: 10 a minute.
+        // phone 01:00-05:00 → 03:00-04:00 (06:00Z–07:00Z) 240: 4 a minute; it wins 06:00Z–06:30Z: 120.
+        // Day 720 (naive 840, max 600). Hours: 01:00-05:00 (ends at 03:00-04:00) phone 120 +
+        // watch 300 = 420; 03:00-04:00 watch 300. No 02:00 row.
+        let events = [
+            added("w", "watch", "2026-03-08T01:30:00-05:00", "2026-03-08T03:30:00-04:00", 600, zone: "America/New_York"),
+            added("p", "phone", "2026-03-08T01:00:00-05:00", "2026-03-08T03:00:00-04:00", 240, zone: "America/New_York"),
+        ]
+        expectDiscriminating(events, total: 720)
+        let (hours, _) = hours(events, from: "2026-03-08", to: "2026-03-08")
+        #expect(lines(hours) == [
+            "2026-03-08T01:00:00-05:00 2026-03-08T03:00:00-04:00 420 watch=300,phone=120",
+            "2026-03-08T03:00:00-04:00 2026-03-08T04:00:00-04:00 300 watch=300",
+        ])
+    }
+
+    @Test func kolkataHoursStartAtHalfPast() {
+        // Asia/Kolkata (+05:30): watch 09:45–11:15 900 (10 a minute); phone 10:30–12:30 1200
+        // (10 a minute) wins 11:15–12:30 (75 min): 750. Day 1650 (naive 2100, max 1200).
+        // Hours (09:00+05:30 is 03:30Z): 09 watch 150; 10 watch 600; 11 watch 150 + phone 450; 12 phone 300.
+        let events = [
+            added("w", "watch", "2026-05-10T09:45:00+05:30", "2026-05-10T11:15:00+05:30", 900, zone: "Asia/Kolkata"),
+            added("p", "phone", "2026-05-10T10:30:00+05:30", "2026-05-10T12:30:00+05:30", 1200, zone: "Asia/Kolkata"),
+        ]
+        expectDiscriminating(events, total: 1650)
+        let (hours, _) = hours(events, from: "2026-05-10", to: "2026-05-10")
+        #expect(hours.first?.start == (try? Instant(rfc3339: "2026-05-10T03:30:00Z")))
+        #expect(lines(hours) == [
+            "2026-05-10T09:00:00+05:30 2026-05-10T10:00:00+05:30 150 watch=150",
+            "2026-05-10T10:00:00+05:30 2026-05-10T11:00:00+05:30 600 watch=600",
+            "2026-05-10T11:00:00+05:30 2026-05-10T12:00:00+05:30 600 watch=150,phone=450",
+            "2026-05-10T12:00:00+05:30 2026-05-10T13:00:00+05:30 300 phone=300",
+        ])
+    }
+
+    @Test func kathmanduHoursStartAtQuarterPast() {
+        // Asia/Kathmandu (+05:45): phone 06:00–08:00 360 (3 a minute); watch 06:50–07:10 40
+        // (2 a minute) wins its 20 minutes. Phone keeps 06:00–06:50 (150) and 07:10–08:00 (150).
+        // Day 340 (naive 400, max 360). Hours (06:00+05:45 is 00:15Z): 06 watch 20 + phone 150; 07 the same.
+        let events = [
+            added("p", "phone", "2026-05-10T06:00:00+05:45", "2026-05-10T08:00:00+05:45", 360, zone: "Asia/Kathmandu"),
+            added("w", "watch", "2026-05-10T06:50:00+05:45", "2026-05-10T07:10:00+05:45", 40, zone: "Asia/Kathmandu"),
+        ]
+        expectDiscriminating(events, total: 340)
+        let (hours, _) = hours(events, from: "2026-05-10", to: "2026-05-10")
+        #expect(hours.first?.start == (try? Instant(rfc3339: "2026-05-10T00:15:00Z")))
+        #expect(lines(hours) == [
+            "2026-05-10T06:00:00+05:45 2026-05-10T07:00:00+05:45 170 watch=20,phone=150",
+            "2026-05-10T07:00:00+05:45 2026-05-10T08:00:00+05:45 170 watch=20,phone=150",
+        ])
+    }
+
+    @Test func aLordHoweNightSplitsTheHourAtItsHalfHourShift() {
+        // Australia/Lord_Howe, 2026-04-05: 02:00 +11:00 (04-04T15:00Z) becomes 01:30 +10:30.
+        // watch 00:30+11:00 → 02:30+10:30 (13:30Z–16:00Z, 150 min) 300: 2 a minute.
+        // phone 01:45+10:30 → 03:15+10:30 (15:15Z–16:45Z, 90 min) 450: 5 a minute; wins
+        // 16:00Z–16:45Z: 225. Day 525 (naive 750, max 450).
+        // Hours: 00:00+11 30 min 60; 01:00+11 (to the shift, 01:30+10:30) 120; 01:30+10:30
+        // (the repeated half hour) 60; 02:00+10:30 watch 60 + phone 30 min 150; 03:00+10:30 phone 75.
+        let events = [
+            added("w", "watch", "2026-04-05T00:30:00+11:00", "2026-04-05T02:30:00+10:30", 300, zone: "Australia/Lord_Howe"),
+            added("p", "phone", "2026-04-05T01:45:00+10:30", "2026-04-05T03:15:00+10:30", 450, zone: "Australia/Lord_Howe"),
+        ]
+        expectDiscriminating(events, total: 525)
+        let (hours, _) = hours(events, from: "2026-04-05", to: "2026-04-05")
+        #expect(lines(hours) == [
+            "2026-04-05T00:00:00+11:00 2026-04-05T01:00:00+11:00 60 watch=60",
+            "2026-04-05T01:00:00+11:00 2026-04-05T01:30:00+10:30 120 watch=120",
+            "2026-04-05T01:30:00+10:30 2026-04-05T02:00:00+10:30 60 watch=60",
+            "2026-04-05T02:00:00+10:30 2026-04-05T03:00:00+10:30 210 watch=60,phone=150",
+            "2026-04-05T03:00:00+10:30 2026-04-05T04:00:00+10:30 75 phone=75",
+        ])
+    }
+
+    @Test func lordHoweHoursOnBothNights() {
+        // Fall back (2026-04-05): 01:00+11:00 lasts 60 min, 01:30+10:30 30 min. Spring
+        // forward (2026-10-04, 02:00+10:30 becomes 02:30+11:00): 01:00+10:30 lasts 60 min
+        // and ends at 02:30+11:00, then 02:30+11:00 30 min; no hour starts at 02:00.
+        let rules = ZoneRules.named("Australia/Lord_Howe")!
+        func walk(_ from: String, _ to: String) -> [String] {
+            var out: [String] = []
+            rules.forEachHour(from: try! Instant(rfc3339: from).nanoseconds, to: try! Instant(rfc3339: to).nanoseconds) { start, end, day, nanos in
+                let s = HourTotal.localTime(Instant(nanoseconds: start), offsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: start)))
+                let e = HourTotal.localTime(Instant(nanoseconds: end), offsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: end)))
+                out.append("\(CivilDay(number: day)) \(s) \(e) \(nanos / 60_000_000_000)")
+            }
+            return out
+        }
+        #expect(walk("2026-04-05T01:00:00+11:00", "2026-04-05T03:00:00+10:30") == [
+            "2026-04-05 2026-04-05T01:00:00+11:00 2026-04-05T01:30:00+10:30 60",
+            "2026-04-05 2026-04-05T01:30:00+10:30 2026-04-05T02:00:00+10:30 30",
+            "2026-04-05 2026-04-05T02:00:00+10:30 2026-04-05T03:00:00+10:30 60",
+        ])
+        #expect(walk("2026-10-04T01:00:00+10:30", "2026-10-04T04:00:00+11:00") == [
+            "2026-10-04 2026-10-04T01:00:00+10:30 2026-10-04T02:30:00+11:00 60",
+            "2026-10-04 2026-10-04T02:30:00+11:00 2026-10-04T03:00:00+11:00 30",
+            "2026-10-04 2026-10-04T03:00:00+11:00 2026-10-04T04:00:00+11:00 60",
+        ])
+    }
+
+    @Test func aSampleAcrossMidnightSplitsIntoBothDaysHours() {
+        // Europe/Berlin: watch 23:20–00:50 100 (90 min): 40 min 44.444444…, 50 min 55.555555….
+        // manual 23:00–00:00 60 (1 a minute) wins only 23:00–23:20: 20.
+        // 06-01: 20 + 44.444444 = 64.444444; 06-02: 55.555556 (naive 160 for both, max 100).
+        let events = [
+            added("w", "watch", "2026-06-01T23:20:00+02:00", "2026-06-02T00:50:00+02:00", 100),
+            added("m", "manual", "2026-06-01T23:00:00+02:00", "2026-06-02T00:00:00+02:00", 60),
+        ]
+        let (hours, days) = hours(events, from: "2026-06-01", to: "2026-06-02")
+        #expect(days.map(\.jsonLine) == [
+            #"{"user":"ana","metric":"steps","day":"2026-06-01","value":64.444444}"#,
+            #"{"user":"ana","metric":"steps","day":"2026-06-02","value":55.555556}"#,
+        ])
+        #expect(lines(hours) == [
+            "2026-06-01T23:00:00+02:00 2026-06-02T00:00:00+02:00 64.444444 watch=44.444444,manual=20",
+            "2026-06-02T00:00:00+02:00 2026-06-02T01:00:00+02:00 55.555556 watch=55.555556",
+        ])
+        // Asked for one day, the other day's hour is not there.
+        #expect(lines(self.hours(events, from: "2026-06-02", to: "2026-06-02").hours) == [lines(hours)[1]])
+    }
+
+    @Test func anInstantBesideAnInterval() {
+        // Europe/Berlin: watch 10:00–10:30 300; a phone instant at 10:10 (50) lies under the
+        // higher-ranked watch: not counted; a phone instant at 10:45 (40) counts, and a manual
+        // instant at 11:05 (25) in the next hour. Day 365 (naive 415, max 300).
+        let events = [
+            added("w", "watch", "2026-06-01T10:00:00+02:00", "2026-06-01T10:30:00+02:00", 300),
+            added("p1", "phone", "2026-06-01T10:10:00+02:00", "2026-06-01T10:10:00+02:00", 50),
+            added("p2", "phone", "2026-06-01T10:45:00+02:00", "2026-06-01T10:45:00+02:00", 40),
+            added("m", "manual", "2026-06-01T11:05:00+02:00", "2026-06-01T11:05:00+02:00", 25),
+        ]
+        expectDiscriminating(events, total: 365)
+        let (hours, _) = hours(events, from: "2026-06-01", to: "2026-06-01")
+        #expect(lines(hours) == [
+            "2026-06-01T10:00:00+02:00 2026-06-01T11:00:00+02:00 340 watch=300,phone=40",
+            "2026-06-01T11:00:00+02:00 2026-06-01T12:00:00+02:00 25 manual=25",
+        ])
+    }
+
+    @Test func phoneAndWatchOverlappingApportionTheLastMicroUnit() {
+        // Europe/Berlin: phone 09:20–10:20 100 (5/3 a minute); watch 09:40–10:00 50 wins its
+        // 20 minutes. Phone keeps 09:20–09:40 and 10:00–10:20: 33.333333… each. Day
+        // 50 + 66.666666… = 116.666667 (naive 150, max 100). Rounded on its own each hour
+        // would print 83.333333 + 33.333333 = 116.666666, a micro-unit short of the day;
+        // apportioned, the missing micro-unit goes to the larger remainder (a tie between the
+        // two phone thirds: the earlier hour), 83.333334 + 33.333333 = 116.666667.
+        let events = [
+            added("p", "phone", "2026-06-01T09:20:00+02:00", "2026-06-01T10:20:00+02:00", 100),
+            added("w", "watch", "2026-06-01T09:40:00+02:00", "2026-06-01T10:00:00+02:00", 50),
+        ]
+        expectDiscriminating(events, total: 116.666667)
+        let (hours, days) = hours(events, from: "2026-06-01", to: "2026-06-01")
+        #expect(days.map(\.jsonLine) == [#"{"user":"ana","metric":"steps","day":"2026-06-01","value":116.666667}"#])
+        #expect(lines(hours) == [
+            "2026-06-01T09:00:00+02:00 2026-06-01T10:00:00+02:00 83.333334 watch=50,phone=33.333334",
+            "2026-06-01T10:00:00+02:00 2026-06-01T11:00:00+02:00 33.333333 phone=33.333333",
+        ])
+    }
+
+    @Test func largestRemainderStaysWithinOneMicroUnit() {
+        // Three thirds of 1 (333333.33… micro-units each) must add up to 1.000000: the first
+        // (ties go to the earlier cell) gets the missing micro-unit.
+        #expect(HourRollup.apportion([1.0 / 3, 1.0 / 3, 1.0 / 3], total: 1) == [333_334, 333_333, 333_333])
+        #expect(HourRollup.apportion([0.1, 0.2], total: 0.3) == [100_000, 200_000])
+        // Too large for exact micro-units: nil, the raw shares stand (never a trap).
+        #expect(HourRollup.apportion([1e300], total: 1e300) == nil)
+        #expect(HourRollup.apportion([], total: 0) == [])
+    }
+}
+
+/// Requires the printed hours of each day to add up to its printed row, and each hour's
+/// printed shares to its printed value (heart rate: the counts to the day's count).
+/// `days` are the rows of one (user, metric); those in `range` must be exactly the days with hours.
+func expectHoursAddUp(_ hours: [HourTotal], to days: [DayTotal], in range: ClosedRange<CivilDay>,
+                      sourceLocation: SourceLocation = #_sourceLocation) {
+    var byDay: [DayKey: [HourTotal]] = [:]
+    for h in hours { byDay[h.key, default: []].append(h) }
+    let relevant = days.filter { range.contains($0.key.day) }
+    #expect(Set(byDay.keys) == Set(relevant.map(\.key)), "days with hours differ from the day rows", sourceLocation: sourceLocation)
+    for day in relevant {
+        let rows = byDay[day.key] ?? []
+        switch day.summary {
+        case .cumulative(let value, _):
+            let sum = rows.reduce(Decimal(0)) { total, h in
+                guard case .cumulative(let v, let shares) = h.summary else { return total }
+                let shareSum = shares.reduce(Decimal(0)) { $0 + printed($1.value) }
+                #expect(shareSum == printed(v), "\(h.jsonLine): shares add up to \(shareSum)", sourceLocation: sourceLocation)
+                return total + printed(v)
+            }
+            #expect(sum == printed(value), "\(day.jsonLine): its hours add up to \(sum)", sourceLocation: sourceLocation)
+        case .discrete(let lo, let hi, _, let count):
+            var n = 0, low = Double.infinity, high = -Double.infinity
+            for h in rows {
+                guard case .discrete(let a, let b, _, let c) = h.summary else { continue }
+                n += c
+                low = min(low, a)
+                high = max(high, b)
+            }
+            #expect(n == count && low == lo && high == hi, "\(day.jsonLine): hours count \(n), \(low)–\(high)", sourceLocation: sourceLocation)
+        }
+    }
+}
