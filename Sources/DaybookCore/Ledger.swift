@@ -660,6 +660,13 @@ public struct Explanation: Sendable {
     public var pieces: [Piece]
     public var points: [Point]
     public var total: DayTotal?
+
+    public init(key: DayKey, pieces: [Piece], points: [Point], total: DayTotal?) {
+        self.key = key
+        self.pieces = pieces
+        self.points = points
+        self.total = total
+    }
 }
 
 // MARK: - Storage

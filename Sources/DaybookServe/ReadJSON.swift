@@ -44,11 +44,12 @@ public enum ReadJSON {
             + unknown.joined(separator: ",") + "],\"as_of\":" + asOf.json + "}"
     }
 
-    /// The answer of `bucket=hour`: each hour keyed by its local start and end with the
-    /// offsets in force (RFC 3339), so a repeated fall-back hour is two rows.
-    public static func hours(user: String, metric: Metric, _ hours: [HourRow], sources: Bool, asOf: AsOf) -> String {
+    /// The answer of `bucket=hour`: each hour with its civil day and its local start and end
+    /// with the offsets in force (RFC 3339, as `daybook totals --bucket hour` prints them),
+    /// so a repeated fall-back hour is two rows.
+    public static func hours(user: String, metric: Metric, _ hours: [HourTotal], sources: Bool, asOf: AsOf) -> String {
         let rows = hours.map { hour in
-            "{\"start\":\"\(hour.start.format(offsetSeconds: hour.startOffsetSeconds))\",\"end\":\"\(hour.end.format(offsetSeconds: hour.endOffsetSeconds))\","
+            "{\"day\":\"\(hour.key.day)\",\"start\":\"\(hour.startText)\",\"end\":\"\(hour.endText)\","
                 + summary(hour.summary, sources: sources) + "}"
         }
         return head(user: user, metric: metric, bucket: .hour) + ",\"rows\":[" + rows.joined(separator: ",") + "],\"unknown\":[],\"as_of\":" + asOf.json + "}"

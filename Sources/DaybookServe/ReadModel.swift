@@ -10,28 +10,10 @@ public struct ShardRead<Rows: Sendable>: Sendable {
     public var nextOffset: Int64
 }
 
-/// A civil hour's figures (`bucket=hour`): its local start and end with the offsets in
-/// force, and a summary as a day's. The read model's hour rows are turned into these.
-public struct HourRow: Sendable, Equatable {
-    public var start: Instant
-    public var startOffsetSeconds: Int
-    public var end: Instant
-    public var endOffsetSeconds: Int
-    public var summary: DaySummary
-
-    public init(start: Instant, startOffsetSeconds: Int, end: Instant, endOffsetSeconds: Int, summary: DaySummary) {
-        self.start = start
-        self.startOffsetSeconds = startOffsetSeconds
-        self.end = end
-        self.endOffsetSeconds = endOffsetSeconds
-        self.summary = summary
-    }
-}
-
 /// Why the read model could not answer.
 public struct ReadModelError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
-        /// This build cannot answer it (hour rows, explain from a shard): 501.
+        /// This model cannot answer that read (an embedding service's model without hours): 501.
         case notAvailable
         /// The data directory cannot be read now (missing, a file that is no shard, storage): 503.
         case unreadable
@@ -52,8 +34,9 @@ public struct ReadModelError: Error, Sendable, CustomStringConvertible {
 public protocol ReadModel: Sendable {
     /// The (user, metric) block of `from...to` with the user's sync state (for `unknown`).
     func days(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<DayBlock>
-    /// The civil-hour rows of the days `from...to`, in time order.
-    func hours(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<[HourRow]>
+    /// The civil-hour rows of the days `from...to`, in time order (`HourTotal`: the hours of
+    /// a day add up to its row as printed).
+    func hours(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<[HourTotal]>
     /// Which sample won which stretch of the day of `key`.
     func explain(partition: Int32, _ key: DayKey) throws(ReadModelError) -> ShardRead<Explanation>
     /// Each shard's next offset, by partition: whether the shards can be read at all, and
@@ -96,14 +79,25 @@ public struct ShardReadModel: ReadModel {
         }
     }
 
-    public func hours(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<[HourRow]> {
-        // ShardReader.hours(inShardAt:user:metric:from:to:) of issue 28's hour rows goes here.
-        throw ReadModelError(.notAvailable, "hour buckets are not available in this build; ask bucket=day")
+    public func hours(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<[HourTotal]> {
+        guard let path = try path(partition) else { return ShardRead(rows: [], nextOffset: 0) }
+        return try wrapped {
+            // One snapshot: the rows and the offset they are as of come from one read transaction.
+            let snapshot = try ShardReader(directory: directory).snapshot(ofShardAt: path)
+            defer { snapshot.end() }
+            return ShardRead(rows: try snapshot.hours(user: user, metric: metric, from: from, to: to), nextOffset: snapshot.nextOffset)
+        }
     }
 
     public func explain(partition: Int32, _ key: DayKey) throws(ReadModelError) -> ShardRead<Explanation> {
-        // ShardReader.explain(inShardAt:_:) of issue 28 goes here.
-        throw ReadModelError(.notAvailable, "explain from a shard is not available in this build; run daybook explain on the log")
+        guard let path = try path(partition) else {
+            return ShardRead(rows: Explanation(key: key, pieces: [], points: [], total: nil), nextOffset: 0)
+        }
+        return try wrapped {
+            let snapshot = try ShardReader(directory: directory).snapshot(ofShardAt: path)
+            defer { snapshot.end() }
+            return ShardRead(rows: try snapshot.explain(key), nextOffset: snapshot.nextOffset)
+        }
     }
 
     public func nextOffsets() throws(ReadModelError) -> [Int32: Int64] {

@@ -28,10 +28,11 @@ import Testing
         let first = try Instant(rfc3339: "2024-11-03T05:00:00Z") // 01:00-04:00
         let second = try Instant(rfc3339: "2024-11-03T06:00:00Z") // 01:00-05:00
         let third = try Instant(rfc3339: "2024-11-03T07:00:00Z") // 02:00-05:00
-        let rows = [HourRow(start: first, startOffsetSeconds: -14_400, end: second, endOffsetSeconds: -18_000, summary: .cumulative(value: 600, sources: [SourceShare(source: "watch", value: 600)])),
-                    HourRow(start: second, startOffsetSeconds: -18_000, end: third, endOffsetSeconds: -18_000, summary: .cumulative(value: 400, sources: []))]
+        let day = DayKey(user: "ana", metric: .steps, day: try #require(CivilDay("2024-11-03")))
+        let rows = [HourTotal(key: day, start: first, startOffsetSeconds: -14_400, end: second, endOffsetSeconds: -18_000, summary: .cumulative(value: 600, sources: [SourceShare(source: "watch", value: 600)])),
+                    HourTotal(key: day, start: second, startOffsetSeconds: -18_000, end: third, endOffsetSeconds: -18_000, summary: .cumulative(value: 400, sources: []))]
         let json = ReadJSON.hours(user: "ana", metric: .steps, rows, sources: false, asOf: asOf)
-        #expect(json == #"{"user":"ana","metric":"steps","bucket":"hour","rows":[{"start":"2024-11-03T01:00:00-04:00","end":"2024-11-03T01:00:00-05:00","value":600},"#
-            + #"{"start":"2024-11-03T01:00:00-05:00","end":"2024-11-03T02:00:00-05:00","value":400}],"unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
+        #expect(json == #"{"user":"ana","metric":"steps","bucket":"hour","rows":[{"day":"2024-11-03","start":"2024-11-03T01:00:00-04:00","end":"2024-11-03T01:00:00-05:00","value":600},"#
+            + #"{"day":"2024-11-03","start":"2024-11-03T01:00:00-05:00","end":"2024-11-03T02:00:00-05:00","value":400}],"unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
     }
 }

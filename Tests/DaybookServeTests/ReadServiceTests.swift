@@ -54,14 +54,38 @@ import Testing
         #expect(try fixture.service().handle(get("/v1/users/%61na/totals?metric=steps&from=2024-03-30&to=2024-03-30")).text.contains(#""value":4350"#))
     }
 
-    @Test func hoursAndExplainAreNotInThisBuild() throws {
+    /// The fixture's 2024-03-30 in hours (UTC): 08:00-09:00 the watch alone wins (the phone
+    /// starts at 08:15 but ranks lower): 3000; 09:00-09:15 only the phone: 5400 × 15/60 = 1350.
+    /// 3000 + 1350 = 4350, the day's row; 03-31's one phone hour is its 2000.
+    @Test func hourRowsComeFromTheShardAndSumToTheDays() throws {
         let fixture = try ServeFixture()
         let service = try fixture.service()
-        for target in ["/v1/users/ana/totals?metric=steps&from=2024-03-30&to=2024-03-30&bucket=hour", "/v1/users/ana/days/2024-03-30/explain?metric=steps"] {
-            let response = service.handle(get(target))
-            #expect(response.status == 501, "\(target)")
-            #expect(response.text.hasPrefix(#"{"error":{"code":"not_implemented","parameter":null,"message":"#))
-        }
+        let response = service.handle(get("/v1/users/ana/totals?metric=steps&from=2024-03-30&to=2024-03-31&bucket=hour&sources=true"))
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.text.contains(#""bucket":"hour","rows":[{"day":"2024-03-30","start":"2024-03-30T08:00:00+00:00","end":"2024-03-30T09:00:00+00:00","value":3000,"sources":[{"source":"watch","value":3000}]},{"day":"2024-03-30","start":"2024-03-30T09:00:00+00:00","end":"2024-03-30T10:00:00+00:00","value":1350,"sources":[{"source":"phone","value":1350}]},{"day":"2024-03-31","start":"2024-03-31T10:00:00+00:00","end":"2024-03-31T11:00:00+00:00","value":2000"#), "\(response.text)")
+        // Heart rate: the two readings (60 at 08:30, 90 at 08:40) share the 08:00 hour.
+        let heart = service.handle(get("/v1/users/ana/totals?metric=heart_rate&from=2024-03-30&to=2024-03-30&bucket=hour"))
+        #expect(heart.text.contains(#""min":60,"max":90,"avg":75,"count":2"#), "\(heart.text)")
+    }
+
+    /// Explain over the shard: the watch wins 08:00-09:00 (3000), beating the phone from
+    /// 08:15; the phone alone 09:00-09:15 (1350); total 4350.
+    @Test func explainComesFromTheShard() throws {
+        let fixture = try ServeFixture()
+        let response = try fixture.service().handle(get("/v1/users/ana/days/2024-03-30/explain?metric=steps"))
+        #expect(response.status == 200, "\(response.text)")
+        let json = try JSONParser.parse(response.text)
+        guard case .array(let pieces)? = json["pieces"] else { Issue.record("no pieces in \(response.text)"); return }
+        #expect(pieces.count == 2)
+        #expect(pieces.first?["winner"]?["uuid"] == .string("w1"))
+        #expect(pieces.first?["contribution"] == .number(3000))
+        #expect(pieces.last?["winner"]?["uuid"] == .string("p1"))
+        #expect(pieces.last?["contribution"] == .number(1350))
+        #expect(json["total"]?["value"] == .number(4350), "\(response.text)")
+        // A day without data explains nothing, as a 200.
+        let empty = try fixture.service().handle(get("/v1/users/ana/days/2024-03-20/explain?metric=steps"))
+        #expect(empty.status == 200)
+        #expect(empty.text.contains(#""pieces":[]"#), "\(empty.text)")
     }
 
     /// Each refusal: its status, its code, the parameter it names.
