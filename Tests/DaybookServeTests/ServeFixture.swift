@@ -35,15 +35,17 @@ struct ServeFixture {
         #"{"type":"source-checked-in","user":"ana","source":"watch","at":"2024-04-02T00:00:00Z","metrics":["steps"]}"#,
     ]
 
-    /// - Parameter roles: the roles file's owned and standby partitions (nil: no roles file).
-    init(owned: [Int32]? = nil, standby: [Int32] = [], running: Bool = true) throws {
+    /// - Parameters:
+    ///   - log: the event lines applied to ana's shard (default: the fixture above).
+    ///   - owned, standby, running: what the roles file says.
+    init(log: [String] = ServeFixture.log, owned: [Int32]? = nil, standby: [Int32] = [], running: Bool = true) throws {
         data = scratch.path + "/data"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         partition = UserLocator.locate(user: "ana", count: Self.partitions, partitioner: .murmur2Random).partition
         do {
             let shard = try Shard(directory: data, topic: "health-samples", partition: partition, fingerprint: SourcePriority.builtIn.fingerprint)
             let projection = ShardProjection(shard: shard, priority: .builtIn, cacheBudgetBytes: 1 << 20)
-            let events = try Self.log.enumerated().map { i, line in (event: try EventDecoder().decode(line), position: Int64(i), deliveredAt: Instant?.none) }
+            let events = try log.enumerated().map { i, line in (event: try EventDecoder().decode(line), position: Int64(i), deliveredAt: Instant?.none) }
             _ = try projection.apply(events, nextPosition: Int64(events.count))
         }
         let roles = ProjectorRoles(member: "member-a", clientID: "daybook-a", host: "node-a", pid: 1, running: running, updatedAt: "2024-04-02T00:00:00Z",
