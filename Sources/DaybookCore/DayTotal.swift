@@ -40,6 +40,20 @@ public enum DaySummary: Equatable, Sendable {
     case discrete(min: Double, max: Double, average: Double, count: Int)
 }
 
+extension DaySummary {
+    /// The figures as JSON members, as rows print them: `"value":V` for a cumulative
+    /// summary, `"min":…,"max":…,"avg":…,"count":N` for a discrete one (numbers as
+    /// `DayTotal.format`; the shares are not included).
+    public var jsonFields: String {
+        switch self {
+        case .cumulative(let value, _):
+            "\"value\":\(DayTotal.format(value))"
+        case .discrete(let min, let max, let average, let count):
+            "\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
+        }
+    }
+}
+
 /// One row of the read model.
 public struct DayTotal: Equatable, Sendable {
     public var key: DayKey
@@ -52,14 +66,7 @@ public struct DayTotal: Equatable, Sendable {
 
     /// The JSON line `daybook rollup` prints for this row (keys in a fixed order).
     public var jsonLine: String {
-        var s = "{\"user\":\(JSONWriter.quoted(key.user)),\"metric\":\"\(key.metric.rawValue)\",\"day\":\"\(key.day)\""
-        switch summary {
-        case .cumulative(let value, _):
-            s += ",\"value\":\(DayTotal.format(value))"
-        case .discrete(let min, let max, let average, let count):
-            s += ",\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
-        }
-        return s + "}"
+        "{\"user\":\(JSONWriter.quoted(key.user)),\"metric\":\"\(key.metric.rawValue)\",\"day\":\"\(key.day)\"," + summary.jsonFields + "}"
     }
 
     /// Rounds to 6 decimal places for output, so that 7050.000000000001 prints as 7050.

@@ -45,14 +45,7 @@ public struct HourTotal: Equatable, Sendable {
     /// user, metric, day, start, end, then value or min, max, avg and count (keys in a
     /// fixed order; numbers as `DayTotal.format`).
     public var jsonLine: String {
-        var s = "{\"user\":\(JSONWriter.quoted(key.user)),\"metric\":\"\(key.metric.rawValue)\",\"day\":\"\(key.day)\""
-        s += ",\"start\":\"\(startText)\",\"end\":\"\(endText)\""
-        switch summary {
-        case .cumulative(let value, _):
-            s += ",\"value\":\(DayTotal.format(value))"
-        case .discrete(let min, let max, let average, let count):
-            s += ",\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
-        }
-        return s + "}"
+        "{\"user\":\(JSONWriter.quoted(key.user)),\"metric\":\"\(key.metric.rawValue)\",\"day\":\"\(key.day)\""
+            + ",\"start\":\"\(startText)\",\"end\":\"\(endText)\"," + summary.jsonFields + "}"
     }
 }

@@ -83,12 +83,7 @@ public enum ReadJSON {
     /// A row's figures: `value` (and with `sources` each source's share, highest-ranked
     /// first), or heart rate's `min`, `max`, `avg`, `count`.
     static func summary(_ summary: DaySummary, sources: Bool) -> String {
-        switch summary {
-        case .cumulative(let value, let shares):
-            let list = sources ? ",\"sources\":[" + shares.map { "{\"source\":\(JSONWriter.quoted($0.source)),\"value\":\(DayTotal.format($0.value))}" }.joined(separator: ",") + "]" : ""
-            return "\"value\":\(DayTotal.format(value))" + list
-        case .discrete(let min, let max, let average, let count):
-            return "\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
-        }
+        guard sources, case .cumulative(_, let shares) = summary else { return summary.jsonFields }
+        return summary.jsonFields + ",\"sources\":[" + shares.map { "{\"source\":\(JSONWriter.quoted($0.source)),\"value\":\(DayTotal.format($0.value))}" }.joined(separator: ",") + "]"
     }
 }
