@@ -98,7 +98,8 @@ public final class ReadService: Sendable {
         do {
             started = try HTTPServer(http) { [self] request in self.handle(request) }
         } catch {
-            throw ReadServiceError(kind: .server, message: "cannot listen on \(configuration.host):\(configuration.port): \(error.message)")
+            // The server's messages name the address already ("cannot listen on 127.0.0.1:8080: …").
+            throw ReadServiceError(kind: .server, message: error.message)
         }
         server.withLock { $0 = started }
     }
