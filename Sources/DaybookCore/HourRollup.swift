@@ -60,8 +60,14 @@ enum HourRollup {
                 pieces.append((HourKey(day: hour.day, start: hour.start, end: hour.end, zone: r.zone), outcome.record, -1))
             }
         }
-        // A fixed order (as `DayAttribution.totals`), so that any two computations agree to the bit.
-        pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : records[a.record].precedesInSumOrder(records[b.record]) }
+        // A fixed order (as `DayAttribution.totals`), so that any two computations agree to the
+        // bit: by hour, then the record's place in the sum order, ranked once by integers so
+        // that comparing two pieces copies no record (and retains no uuid).
+        var sumRank = [Int32](repeating: 0, count: records.count)
+        for (place, index) in records.indices.sorted(by: { records[$0].precedesInSumOrder(records[$1]) }).enumerated() {
+            sumRank[index] = Int32(place)
+        }
+        pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : sumRank[a.record] < sumRank[b.record] }
 
         // Raw contributions per (hour, source), hours in order, sources in order of first use.
         var hours: [(key: HourKey, cells: [(source: Int32, raw: Double)])] = []

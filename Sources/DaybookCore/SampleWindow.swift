@@ -35,6 +35,23 @@ public struct SampleWindow {
         records[sample.metric.index].append(record)
     }
 
+    /// The window's id of source `name`, for `add(uuid:…)` (the first call of a name interns it).
+    public mutating func sourceID(_ name: String) -> Int32 { intern(source: name) }
+
+    /// The window's id of zone `identifier`, for `add(uuid:…)` (the first call builds or
+    /// finds its rules; an unknown zone degrades to UTC, as in `add(_:seq:)`).
+    public mutating func zoneID(_ identifier: String) -> Int32 { intern(zone: identifier) }
+
+    /// Adds a live sample of `user` as `add(_:seq:)` does, its source and zone given by the
+    /// ids `sourceID` and `zoneID` returned: a store that names them by its own ids looks each
+    /// name up once per window, not twice per sample, and builds no `Sample`.
+    public mutating func add(uuid: String, metric: Metric, source: Int32, zone: Int32, start: Int64, end: Int64,
+                             value: Double, version: Int64, seq: Int64) {
+        precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
+        records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
+                                            source: source, zone: zone, uuid: uuid))
+    }
+
     /// The hour rows of `metric` on the civil days `from` through `to`, sorted by day, start
     /// and end; none when `from` is after `to`.
     public func hours(_ metric: Metric, from: CivilDay, to: CivilDay) -> [HourTotal] {

@@ -44,75 +44,53 @@ public protocol ReadModel: Sendable {
     func nextOffsets() throws(ReadModelError) -> [Int32: Int64]
 }
 
-/// The read model of a data directory, as `daybook totals` reads it: each request opens the
-/// user's shard read-only (SQLite's WAL lets it read while a projector writes), so a read
-/// never sees half a batch, and a rebuild's swapped generation is seen at the next read.
+/// The read model of a data directory, as `daybook totals` reads it, through read-only
+/// connections kept open per shard (`ShardConnections`; SQLite's WAL lets them read while a
+/// projector writes). Each answer is one read transaction of the user's shard, so it never
+/// sees half a batch, and a rebuild's swapped generation is seen at the next read.
 public struct ShardReadModel: ReadModel {
     public let directory: String
     public let topic: String
+    private let shards: ShardConnections
 
-    public init(directory: String, topic: String = "health-samples") {
+    /// - Parameter threads: the threads that read at once (connections kept per shard).
+    public init(directory: String, topic: String = "health-samples", threads: Int = 2) {
         self.directory = directory
         self.topic = topic
-    }
-
-    /// The path of `partition`'s shard in the generation readers see now; nil when it has none yet.
-    func path(_ partition: Int32) throws(ReadModelError) -> String? {
-        let path = try wrapped { try DataLayout.read(directory).path(topic: topic, partition: partition) }
-        return FileManager.default.fileExists(atPath: path) ? path : nil
+        shards = ShardConnections(directory: directory, topic: topic, keepPerShard: threads)
     }
 
     public func days(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<DayBlock> {
-        let reader = ShardReader(directory: directory)
-        let empty = DayBlock(user: user, metric: metric, rows: [], first: from, last: to, pairs: [])
-        guard let path = try path(partition) else { return ShardRead(rows: empty, nextOffset: 0) }
-        return try wrapped {
-            let snapshot = try reader.snapshot(ofShardAt: path)
-            let offset = snapshot.nextOffset
-            snapshot.end()
-            var rows: [DayTotal] = []
-            try reader.forEachTotal(inShardAt: path, ShardReader.Query(user: user, metric: metric, from: from, to: to)) { rows.append($0) }
-            // A user lives in one partition, so their pairs are this shard's (the reader merges every shard's).
-            let pairs = try reader.syncPairs(user: user)
-            let blocks = DayBlock.blocks(rows, user: user, metric: metric, from: from, to: to, pairs: [user: pairs])
-            return ShardRead(rows: blocks.first ?? empty, nextOffset: offset)
+        try wrapped {
+            try shards.withSnapshot(partition: partition) { snapshot in
+                let rows = try snapshot.totals(ShardReader.Query(user: user, metric: metric, from: from, to: to))
+                // A user lives in one partition: their pairs are this shard's.
+                let pairs = try snapshot.syncPairs(user: user)
+                let block = DayBlock.blocks(rows, user: user, metric: metric, from: from, to: to, pairs: [user: pairs]).first
+                return ShardRead(rows: block ?? DayBlock(user: user, metric: metric, rows: [], first: from, last: to, pairs: pairs),
+                                 nextOffset: snapshot.nextOffset)
+            }
         }
     }
 
     public func hours(partition: Int32, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws(ReadModelError) -> ShardRead<[HourTotal]> {
-        guard let path = try path(partition) else { return ShardRead(rows: [], nextOffset: 0) }
-        return try wrapped {
-            // One snapshot: the rows and the offset they are as of come from one read transaction.
-            let snapshot = try ShardReader(directory: directory).snapshot(ofShardAt: path)
-            defer { snapshot.end() }
-            return ShardRead(rows: try snapshot.hours(user: user, metric: metric, from: from, to: to), nextOffset: snapshot.nextOffset)
+        try wrapped {
+            try shards.withSnapshot(partition: partition) { snapshot in
+                ShardRead(rows: try snapshot.hours(user: user, metric: metric, from: from, to: to), nextOffset: snapshot.nextOffset)
+            }
         }
     }
 
     public func explain(partition: Int32, _ key: DayKey) throws(ReadModelError) -> ShardRead<Explanation> {
-        guard let path = try path(partition) else {
-            return ShardRead(rows: Explanation(key: key, pieces: [], points: [], total: nil), nextOffset: 0)
-        }
-        return try wrapped {
-            let snapshot = try ShardReader(directory: directory).snapshot(ofShardAt: path)
-            defer { snapshot.end() }
-            return ShardRead(rows: try snapshot.explain(key), nextOffset: snapshot.nextOffset)
+        try wrapped {
+            try shards.withSnapshot(partition: partition) { snapshot in
+                ShardRead(rows: try snapshot.explain(key), nextOffset: snapshot.nextOffset)
+            }
         }
     }
 
     public func nextOffsets() throws(ReadModelError) -> [Int32: Int64] {
-        try wrapped {
-            var out: [Int32: Int64] = [:]
-            let reader = ShardReader(directory: directory)
-            for path in try reader.shardPaths() {
-                guard let partition = Shard.partition(ofFile: (path as NSString).lastPathComponent, topic: topic),
-                      FileManager.default.fileExists(atPath: path) else { continue }
-                let snapshot = try reader.snapshot(ofShardAt: path)
-                out[partition] = snapshot.nextOffset
-                snapshot.end()
-            }
-            return out
-        }
+        try wrapped { try shards.nextOffsets() }
     }
 
     private func wrapped<T>(_ body: () throws -> T) throws(ReadModelError) -> T {

@@ -78,7 +78,7 @@ public final class ReadService: Sendable {
             throw ReadServiceError(kind: .unauthenticatedListen, message: "listening on \(configuration.host) without tokens would let anyone who reaches it read every user's data: give a tokens file, or listen on loopback (127.0.0.1, ::1) behind a proxy that authenticates")
         }
         self.configuration = configuration
-        model = configuration.model ?? ShardReadModel(directory: configuration.dataDirectory, topic: configuration.topic)
+        model = configuration.model ?? ShardReadModel(directory: configuration.dataDirectory, topic: configuration.topic, threads: configuration.threads)
     }
 
     /// Whether `host` is a loopback address: `localhost`, 127.0.0.0/8 or `::1`.

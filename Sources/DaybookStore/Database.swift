@@ -179,6 +179,12 @@ public final class Database {
         return statement
     }
 
+    /// Resets every cached statement, so that none left on a row holds a read transaction
+    /// open while the connection waits in a pool.
+    public func resetStatements() {
+        for statement in cache.values { statement.reset() }
+    }
+
     public enum TransactionEnd { case commit, rollback }
 
     /// Runs `body` in `BEGIN IMMEDIATE … COMMIT`; any throw (or `.rollback`) rolls back.

@@ -161,6 +161,9 @@ struct StoredSamples {
         try read.bind(3, SamplePack.day(ofStart: low))
         try read.bind(4, SamplePack.day(ofStart: high - 1))
         defer { read.reset() }
+        // The shard's name ids → the window's: each name is looked up and interned once.
+        var sourceIDs: [Int64: Int32] = [:]
+        var zoneIDs: [Int64: Int32] = [:]
         while try read.step() {
             let day = read.int64(0)
             try read.withBlob(1) { bytes in
@@ -168,10 +171,22 @@ struct StoredSamples {
                     try SamplePack.decode(bytes, day: day) { packed in
                         // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
                         guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
-                        window.add(Sample(user: user, uuid: packed.uuid, metric: metric, source: try name(packed.source, user: user),
-                                          start: Instant(nanoseconds: packed.start), end: Instant(nanoseconds: packed.end),
-                                          value: packed.value, zone: try name(packed.zone, user: user), version: packed.version),
-                                   seq: packed.seq)
+                        let source: Int32
+                        if let known = sourceIDs[packed.source] {
+                            source = known
+                        } else {
+                            source = window.sourceID(try name(packed.source, user: user))
+                            sourceIDs[packed.source] = source
+                        }
+                        let zone: Int32
+                        if let known = zoneIDs[packed.zone] {
+                            zone = known
+                        } else {
+                            zone = window.zoneID(try name(packed.zone, user: user))
+                            zoneIDs[packed.zone] = zone
+                        }
+                        window.add(uuid: packed.uuid, metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
+                                   value: packed.value, version: packed.version, seq: packed.seq)
                     }
                 } catch let damaged as SamplePack.Damaged {
                     throw Shard.ShardError(.notAShard, "\(path): the pack of user \(user), metric \(metric.rawValue), UTC day \(day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")

@@ -162,6 +162,14 @@ extension ShardReader {
         public func rows() throws -> TotalsCursor {
             try TotalsCursor(database: database, ordered: true)
         }
+
+        /// The rows matching `query` in (user, metric, day) order, as of this snapshot.
+        public func totals(_ query: Query) throws -> [DayTotal] {
+            let cursor = try TotalsCursor(database: database, query, ordered: true)
+            var out: [DayTotal] = []
+            while let row = try cursor.next() { out.append(row) }
+            return out
+        }
     }
 
     /// Opens a snapshot of the shard at `path`; a shard a projector is creating right now

@@ -176,4 +176,15 @@ extension ShardReader.Snapshot {
     public func syncState() throws -> SyncStateCursor {
         try SyncStateCursor(database: database)
     }
+
+    /// The pairs of `user` in this shard alone, by source (a user lives in one partition;
+    /// `ShardReader.syncPairs(user:)` merges every shard's).
+    public func syncPairs(user: String) throws -> [SourceSync] {
+        guard let database, try SyncStateColumns.exists(in: database) else { return [] }
+        let read = try database.statement(SyncStateColumns.select + " WHERE user = ? ORDER BY source")
+        try read.bind(1, user)
+        var out: [SourceSync] = []
+        while try read.step() { out.append(SyncStateColumns.pair(read)) }
+        return out
+    }
 }
