@@ -39,6 +39,22 @@ public struct CivilDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     public var description: String {
         let (y, m, d) = components
+        if (0...9999).contains(y) {
+            // The common case in one buffer (a read answer prints a day per row).
+            return String(unsafeUninitializedCapacity: 10) { out in
+                @inline(__always) func two(_ v: Int, at i: Int) {
+                    out[i] = UInt8(truncatingIfNeeded: 48 + v / 10)
+                    out[i + 1] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                }
+                two(y / 100, at: 0)
+                two(y % 100, at: 2)
+                out[4] = UInt8(ascii: "-")
+                two(m, at: 5)
+                out[7] = UInt8(ascii: "-")
+                two(d, at: 8)
+                return 10
+            }
+        }
         var ys = String(y)
         if ys.count < 4 { ys = String(repeating: "0", count: 4 - ys.count) + ys }
         return "\(ys)-\(pad2(m))-\(pad2(d))"

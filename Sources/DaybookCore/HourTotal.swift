@@ -37,8 +37,7 @@ public struct HourTotal: Equatable, Sendable {
     /// `instant` as RFC 3339 wall time at `offsetSeconds`, always with a numeric offset
     /// (`+00:00`, never `Z`: it is a local time whose offset happens to be zero).
     public static func localTime(_ instant: Instant, offsetSeconds: Int) -> String {
-        let text = instant.format(offsetSeconds: offsetSeconds)
-        return offsetSeconds == 0 ? String(text.dropLast()) + "+00:00" : text
+        instant.text(offsetSeconds: offsetSeconds, zulu: false)
     }
 
     /// The JSON line `daybook totals --bucket hour --format json` prints for this hour:

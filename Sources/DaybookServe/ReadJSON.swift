@@ -48,11 +48,26 @@ public enum ReadJSON {
     /// with the offsets in force (RFC 3339, as `daybook totals --bucket hour` prints them),
     /// so a repeated fall-back hour is two rows.
     public static func hours(user: String, metric: Metric, _ hours: [HourTotal], sources: Bool, asOf: AsOf) -> String {
-        let rows = hours.map { hour in
-            "{\"day\":\"\(hour.key.day)\",\"start\":\"\(hour.startText)\",\"end\":\"\(hour.endText)\","
-                + summary(hour.summary, sources: sources) + "}"
+        // One growing buffer: a week of hours is ~170 rows, and a String per row joined at the
+        // end cost as much again as the rows themselves.
+        var out = head(user: user, metric: metric, bucket: .hour)
+        out.reserveCapacity(out.utf8.count + 64 + hours.count * (sources ? 160 : 100))
+        out += ",\"rows\":["
+        for (i, hour) in hours.enumerated() {
+            out += i == 0 ? "{\"day\":\"" : ",{\"day\":\""
+            out += hour.key.day.description
+            out += "\",\"start\":\""
+            out += hour.startText
+            out += "\",\"end\":\""
+            out += hour.endText
+            out += "\","
+            out += summary(hour.summary, sources: sources)
+            out += "}"
         }
-        return head(user: user, metric: metric, bucket: .hour) + ",\"rows\":[" + rows.joined(separator: ",") + "],\"unknown\":[],\"as_of\":" + asOf.json + "}"
+        out += "],\"unknown\":[],\"as_of\":"
+        out += asOf.json
+        out += "}"
+        return out
     }
 
     /// `GET /v1/users/{user}/days/{day}/explain`: each stretch of the day with the sample

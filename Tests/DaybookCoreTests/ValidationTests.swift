@@ -141,6 +141,32 @@ import Testing
         #expect(try Instant(rfc3339: t.description) == t)
     }
 
+    /// The one-buffer formatter against the general one (interpolated pieces) over instants
+    /// of the whole accepted range, with and without fractions, at offsets of every kind.
+    @Test func fastTimesEqualTheGeneralForm() throws {
+        var rng = SplitMix64(seed: 28)
+        let offsets = [0, 3600, -3600, 19_800, 20_700, -34_200, 50_400, -43_200, 37_800, 45]
+        let low = Instant.earliestAccepted.nanoseconds, high = Instant.endOfAccepted.nanoseconds
+        for i in 0..<4000 {
+            // The range spans more than Int64.max nanoseconds: draw in UInt64.
+            var n = Int64(bitPattern: UInt64(bitPattern: low) &+ rng.next() % (UInt64(bitPattern: high) &- UInt64(bitPattern: low)))
+            if i % 3 == 0 { n -= n % Instant.nanosPerSecond } // whole seconds
+            if i % 7 == 0 { n -= n % 1_000_000 }               // milliseconds
+            let t = Instant(nanoseconds: n)
+            for offset in offsets {
+                #expect(t.text(offsetSeconds: offset, zulu: true) == t.slowText(offsetSeconds: offset, zulu: true))
+                #expect(t.text(offsetSeconds: offset, zulu: false) == t.slowText(offsetSeconds: offset, zulu: false))
+            }
+        }
+        // By hand: the range's first instant, one nanosecond, a local time at +00:00, Marquesas.
+        #expect(Instant.earliestAccepted.description == "1900-01-01T00:00:00Z")
+        #expect(Instant(nanoseconds: 1).description == "1970-01-01T00:00:00.000000001Z")
+        #expect(Instant(nanoseconds: 1).text(offsetSeconds: 0, zulu: false) == "1970-01-01T00:00:00.000000001+00:00")
+        #expect(Instant(nanoseconds: -1).format(offsetSeconds: -34_200) == "1969-12-31T14:29:59.999999999-09:30")
+        #expect(CivilDay(year: 2024, month: 3, day: 5).description == "2024-03-05")
+        #expect(CivilDay(year: 812, month: 11, day: 30).description == "0812-11-30")
+    }
+
     @Test func civilDaysRoundTripOverFourCenturies() {
         for n in stride(from: Int32(-146_097), through: 146_097, by: 7) {
             let d = CivilDay(number: n)
