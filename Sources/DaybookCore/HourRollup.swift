@@ -32,17 +32,25 @@ enum HourRollup {
 
     /// The hour rows of the civil days `days`, sorted by day, start and end; and the day rows
     /// they were anchored on (cumulative metrics; empty for heart rate).
+    ///
+    /// `anchors`, when given, are the day rows' values already known (a shard's stored rows,
+    /// computed from the same samples by the same runs): the hours are apportioned from them
+    /// and no day is computed again (the day rows returned are then empty). A day with hours
+    /// and no anchor is anchored on its hours' raw sum.
     static func rows(records: [Record], rank: [Int32], zones: [ZoneRules], sources: [String], user: String, metric: Metric,
-                     days: ClosedRange<Int32>) -> (hours: [HourTotal], days: [DayTotal]) {
+                     days: ClosedRange<Int32>, anchors: [Int32: Double]? = nil) -> (hours: [HourTotal], days: [DayTotal]) {
         guard metric.isCumulative else {
             return (discrete(records: records, zones: zones, user: user, metric: metric, days: days), [])
         }
         let resolver = TimelineResolver(records: records, rank: { rank[Int($0)] })
         let runs = resolver.runs()
         let instants = resolver.instants(runs: runs)
-        var attribution = DayAttribution()
-        attribution.attribute(runs: runs, instants: instants, records: records, zones: zones, include: { days.contains($0) })
-        let dayRows = attribution.totals(records: records)
+        var dayRows: [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] = []
+        if anchors == nil {
+            var attribution = DayAttribution()
+            attribution.attribute(runs: runs, instants: instants, records: records, zones: zones, include: { days.contains($0) })
+            dayRows = attribution.totals(records: records)
+        }
 
         // The same runs and instants, cut into hours. nanos == -1: an instant counted in full.
         var pieces: [(hour: HourKey, record: Int, nanos: Int64)] = []
@@ -96,7 +104,7 @@ enum HourRollup {
         }
 
         // Per day: the cells' micro-units, anchored on the day's total.
-        var dayValue: [Int32: Double] = [:]
+        var dayValue = anchors ?? [:]
         for row in dayRows { dayValue[row.day] = row.value }
         var out: [HourTotal] = []
         out.reserveCapacity(hours.count)

@@ -16,6 +16,10 @@ public struct SampleWindow {
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
     private var records = [[Record]](repeating: [], count: Metric.allCases.count)
+    /// Each record's uuid as UTF-8 text, one buffer per metric (`uuidEnds[m][i]` is where
+    /// record i's ends): records added by text hold an empty `uuid` until a read needs it.
+    private var uuidText = [[UInt8]](repeating: [], count: Metric.allCases.count)
+    private var uuidEnds = [[Int32]](repeating: [], count: Metric.allCases.count)
 
     public init(user: String, priority: SourcePriority) {
         self.user = user
@@ -33,6 +37,7 @@ public struct SampleWindow {
                             version: sample.version, source: intern(source: sample.source), zone: intern(zone: sample.zone),
                             uuid: sample.uuid)
         records[sample.metric.index].append(record)
+        keepText(of: sample.uuid, metric: sample.metric)
     }
 
     /// The window's id of source `name`, for `add(uuid:…)` (the first call of a name interns it).
@@ -50,6 +55,53 @@ public struct SampleWindow {
         precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
         records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
                                             source: source, zone: zone, uuid: uuid))
+        keepText(of: uuid, metric: metric)
+    }
+
+    /// `add(uuid:…)` with the uuid as UTF-8 text (valid only during the call): no String is
+    /// built for it unless a read needs it — only samples that share their start and end with
+    /// another are told apart by uuid (`Record.outranksAtSameRank`, `precedesInSumOrder`), and
+    /// only `ledger()` needs them all.
+    public mutating func add(uuidText: UnsafeRawBufferPointer, metric: Metric, source: Int32, zone: Int32, start: Int64, end: Int64,
+                             value: Double, version: Int64, seq: Int64) {
+        precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
+        records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
+                                            source: source, zone: zone, uuid: ""))
+        self.uuidText[metric.index].append(contentsOf: uuidText)
+        uuidEnds[metric.index].append(Int32(self.uuidText[metric.index].count))
+    }
+
+    private mutating func keepText(of uuid: String, metric: Metric) {
+        uuidText[metric.index].append(contentsOf: uuid.utf8)
+        uuidEnds[metric.index].append(Int32(uuidText[metric.index].count))
+    }
+
+    /// Record `i` of `metric`'s uuid, from its text.
+    private func uuid(_ metric: Metric, _ i: Int) -> String {
+        let from = i == 0 ? 0 : Int(uuidEnds[metric.index][i - 1])
+        return String(decoding: uuidText[metric.index][from..<Int(uuidEnds[metric.index][i])], as: UTF8.self)
+    }
+
+    /// The records of `metric` with the uuid of every record that shares its start and end
+    /// with another (the only ones a tie-break can reach) or, with `all`, of every record.
+    private func resolvedRecords(_ metric: Metric, all: Bool) -> [Record] {
+        var out = records[metric.index]
+        if all {
+            for i in out.indices { out[i].uuid = uuid(metric, i) }
+            return out
+        }
+        var bounds = out.indices.map { (start: out[$0].start, end: out[$0].end, index: Int32($0)) }
+        bounds.sort { ($0.start, $0.end) < ($1.start, $1.end) }
+        var k = 0
+        while k < bounds.count {
+            var last = k
+            while last + 1 < bounds.count, bounds[last + 1].start == bounds[k].start, bounds[last + 1].end == bounds[k].end { last += 1 }
+            if last > k {
+                for j in k...last { out[Int(bounds[j].index)].uuid = uuid(metric, Int(bounds[j].index)) }
+            }
+            k = last + 1
+        }
+        return out
     }
 
     /// The hour rows of `metric` on the civil days `from` through `to`, sorted by day, start
@@ -58,10 +110,22 @@ public struct SampleWindow {
         rows(metric, from: from, to: to).hours
     }
 
+    /// `hours(_:from:to:)` apportioned from day totals already known (a shard's stored day
+    /// rows of these samples, read in the same snapshot): each day's hours then add up to its
+    /// stored row by construction, and no day is computed twice. A day missing from
+    /// `dayTotals` is anchored on its hours' raw sum. Heart rate ignores `dayTotals`.
+    public func hours(_ metric: Metric, from: CivilDay, to: CivilDay, dayTotals: [CivilDay: Double]) -> [HourTotal] {
+        guard from <= to else { return [] }
+        var anchors: [Int32: Double] = [:]
+        for (day, value) in dayTotals { anchors[day.number] = value }
+        return HourRollup.rows(records: resolvedRecords(metric, all: false), rank: rankTable(for: metric), zones: zones, sources: sources,
+                               user: user, metric: metric, days: from.number...to.number, anchors: anchors).hours
+    }
+
     /// The hour rows and the day rows they were anchored on (heart rate: no day rows).
     func rows(_ metric: Metric, from: CivilDay, to: CivilDay) -> (hours: [HourTotal], days: [DayTotal]) {
         guard from <= to else { return ([], []) }
-        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(records: resolvedRecords(metric, all: false), rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number)
     }
 
@@ -69,7 +133,7 @@ public struct SampleWindow {
     public func ledger() -> Ledger {
         let ledger = Ledger(priority: priority)
         for metric in Metric.allCases {
-            for r in records[metric.index] {
+            for r in resolvedRecords(metric, all: true) {
                 ledger.apply(.sampleAdded(Sample(user: user, uuid: r.uuid, metric: metric, source: sources[Int(r.source)],
                                                  start: Instant(nanoseconds: r.start), end: Instant(nanoseconds: r.end),
                                                  value: r.value, zone: zones[Int(r.zone)].identifier, version: r.version)),

@@ -121,6 +121,28 @@ enum SamplePack {
 
     /// Calls `body` with each sample of a pack of `day`, in the order they were written.
     static func decode(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (PackedSample) throws -> Void) throws {
+        try decodeFields(bytes, day: day) { f, uuid in
+            try body(PackedSample(uuid: String(decoding: uuid, as: UTF8.self), source: f.source, start: f.start, end: f.end,
+                                  value: f.value, zone: f.zone, seq: f.seq, version: f.version))
+        }
+    }
+
+    /// A packed sample's fields but its uuid.
+    struct Fields {
+        var source: Int64
+        var start: Int64
+        var end: Int64
+        var value: Double
+        var zone: Int64
+        var seq: Int64
+        var version: Int64
+    }
+
+    /// Calls `body` with each sample of a pack of `day`, in the order they were written: its
+    /// fields, and its uuid's UTF-8 text in a buffer valid only during the call, so that a
+    /// reader that needs few uuids as Strings (hour rows: only those of samples sharing their
+    /// bounds) builds no String per sample.
+    static func decodeFields(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (Fields, UnsafeRawBufferPointer) throws -> Void) throws {
         var reader = Reader(bytes: bytes)
         guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
         let count = try reader.varint()
@@ -128,48 +150,53 @@ enum SamplePack {
         var previousStart = day &* Instant.nanosPerDay
         var previousSeq: Int64 = 0
         var previousText: [UInt8] = []
-        for _ in 0..<count {
-            let flags = try reader.byte()
-            let uuid: String
-            switch flags & 3 {
-            case 0, 1: uuid = try reader.uuid(upper: flags & 3 == 1)
-            case 2:
-                let shared = try reader.varint()
-                guard shared <= UInt64(previousText.count) else { throw Damaged(reason: "a uuid sharing \(shared) bytes with one of \(previousText.count)") }
-                previousText.removeSubrange(Int(shared)...)
-                try reader.append(Int(truncatingIfNeeded: try reader.varint()), to: &previousText)
-                uuid = String(decoding: previousText, as: UTF8.self)
-            default: throw Damaged(reason: "a uuid of unknown form \(flags & 3)")
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { canonical in
+            for _ in 0..<count {
+                let flags = try reader.byte()
+                let form = flags & 3
+                switch form {
+                case 0, 1: try reader.uuid(upper: form == 1, into: canonical)
+                case 2:
+                    let shared = try reader.varint()
+                    guard shared <= UInt64(previousText.count) else { throw Damaged(reason: "a uuid sharing \(shared) bytes with one of \(previousText.count)") }
+                    previousText.removeSubrange(Int(shared)...)
+                    try reader.append(Int(truncatingIfNeeded: try reader.varint()), to: &previousText)
+                default: throw Damaged(reason: "a uuid of unknown form \(form)")
+                }
+                let source = Int64(bitPattern: try reader.varint())
+                var step = try reader.signed()
+                var duration = try reader.signed()
+                if flags & 4 != 0 {
+                    step = step &* Instant.nanosPerSecond
+                    duration = duration &* Instant.nanosPerSecond
+                }
+                let value: Double
+                switch flags >> 3 & 3 {
+                case 0:
+                    var bits: UInt64 = 0
+                    for i in 0..<8 { bits |= UInt64(try reader.byte()) << (8 * UInt64(i)) }
+                    value = Double(bitPattern: bits)
+                case 1: value = Double(try reader.signed())
+                case 2:
+                    let mantissa = try reader.signed()
+                    let power = Int(try reader.byte())
+                    guard power < powersOfTen.count else { throw Damaged(reason: "a decimal value over 10^\(power)") }
+                    value = Double(mantissa) / powersOfTen[power]
+                default: throw Damaged(reason: "a value of unknown form \(flags >> 3 & 3)")
+                }
+                let zone = Int64(bitPattern: try reader.varint())
+                let seq = previousSeq &+ (try reader.signed())
+                let version = try reader.signed()
+                let start = previousStart &+ step
+                previousStart = start
+                previousSeq = seq
+                let fields = Fields(source: source, start: start, end: start &+ duration, value: value, zone: zone, seq: seq, version: version)
+                if form == 2 {
+                    try previousText.withUnsafeBytes { try body(fields, $0) }
+                } else {
+                    try body(fields, UnsafeRawBufferPointer(canonical))
+                }
             }
-            let source = Int64(bitPattern: try reader.varint())
-            var step = try reader.signed()
-            var duration = try reader.signed()
-            if flags & 4 != 0 {
-                step = step &* Instant.nanosPerSecond
-                duration = duration &* Instant.nanosPerSecond
-            }
-            let value: Double
-            switch flags >> 3 & 3 {
-            case 0:
-                var bits: UInt64 = 0
-                for i in 0..<8 { bits |= UInt64(try reader.byte()) << (8 * UInt64(i)) }
-                value = Double(bitPattern: bits)
-            case 1: value = Double(try reader.signed())
-            case 2:
-                let mantissa = try reader.signed()
-                let power = Int(try reader.byte())
-                guard power < powersOfTen.count else { throw Damaged(reason: "a decimal value over 10^\(power)") }
-                value = Double(mantissa) / powersOfTen[power]
-            default: throw Damaged(reason: "a value of unknown form \(flags >> 3 & 3)")
-            }
-            let zone = Int64(bitPattern: try reader.varint())
-            let seq = previousSeq &+ (try reader.signed())
-            let version = try reader.signed()
-            let start = previousStart &+ step
-            previousStart = start
-            previousSeq = seq
-            try body(PackedSample(uuid: uuid, source: source, start: start, end: start &+ duration, value: value,
-                                  zone: zone, seq: seq, version: version))
         }
         guard reader.atEnd else { throw Damaged(reason: "\(bytes.count - reader.position) bytes after the last sample") }
     }
@@ -268,24 +295,22 @@ enum SamplePack {
         private static let lowerDigits = Array("0123456789abcdef".utf8)
         private static let upperDigits = Array("0123456789ABCDEF".utf8)
 
-        mutating func uuid(upper: Bool) throws -> String {
+        /// Writes the next 16 bytes as a canonical uuid's 36 characters into `out`.
+        mutating func uuid(upper: Bool, into out: UnsafeMutableBufferPointer<UInt8>) throws {
             guard bytes.count - position >= 16 else { throw Damaged(reason: "a uuid cut short at byte \(position)") }
             let digits = upper ? Reader.upperDigits : Reader.lowerDigits
             let start = position
             position += 16
-            return String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for i in 0..<16 {
-                    if i == 4 || i == 6 || i == 8 || i == 10 {
-                        out[o] = UInt8(ascii: "-")
-                        o += 1
-                    }
-                    let b = bytes[start + i]
-                    out[o] = digits[Int(b >> 4)]
-                    out[o + 1] = digits[Int(b & 15)]
-                    o += 2
+            var o = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    out[o] = UInt8(ascii: "-")
+                    o += 1
                 }
-                return 36
+                let b = bytes[start + i]
+                out[o] = digits[Int(b >> 4)]
+                out[o + 1] = digits[Int(b & 15)]
+                o += 2
             }
         }
     }

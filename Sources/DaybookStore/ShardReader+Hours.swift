@@ -21,8 +21,7 @@ extension ShardReader {
         guard from <= to, let db = try open(path) else { return [] }
         var rows: [HourTotal] = []
         try db.inReadTransaction {
-            rows = try StoredSamples(database: db, path: path).window(user: user, metric: metric, from: from, to: to)
-                .hours(metric, from: from, to: to)
+            rows = try StoredSamples(database: db, path: path).hours(user: user, metric: metric, from: from, to: to)
         }
         return rows
     }
@@ -43,7 +42,7 @@ extension ShardReader {
                 let stored = try StoredSamples(database: db, path: path)
                 for user in try query.user.map({ [$0] }) ?? stored.users() {
                     for metric in metrics {
-                        let rows = try stored.window(user: user, metric: metric, from: from, to: to).hours(metric, from: from, to: to)
+                        let rows = try stored.hours(user: user, metric: metric, from: from, to: to)
                         if !rows.isEmpty { found.append((rows, index)) }
                     }
                 }
@@ -88,8 +87,7 @@ extension ShardReader.Snapshot {
     /// its read transaction (a server that holds snapshots opens nothing per request).
     public func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
         guard from <= to, let database else { return [] }
-        return try StoredSamples(database: database, path: path).window(user: user, metric: metric, from: from, to: to)
-            .hours(metric, from: from, to: to)
+        return try StoredSamples(database: database, path: path).hours(user: user, metric: metric, from: from, to: to)
     }
 
     /// `ShardReader.explain(inShardAt:_:)` as of this snapshot.
@@ -147,6 +145,32 @@ struct StoredSamples {
         return out
     }
 
+    /// The hour rows of (`user`, `metric`) on the civil days `from` through `to`, apportioned
+    /// from the shard's stored day rows (`SampleWindow.hours(_:from:to:dayTotals:)`).
+    func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
+        let window = try window(user: user, metric: metric, from: from, to: to)
+        guard metric.isCumulative else { return window.hours(metric, from: from, to: to) }
+        return window.hours(metric, from: from, to: to, dayTotals: try dayTotals(user: user, metric: metric, from: from, to: to))
+    }
+
+    /// The stored day totals of (`user`, `metric`) from `from` through `to` (`totals`' values).
+    func dayTotals(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [CivilDay: Double] {
+        let read = try database.statement("SELECT day, value FROM totals WHERE user = ? AND metric = ? AND day >= ? AND day <= ?")
+        try read.bind(1, user)
+        try read.bind(2, metric.rawValue)
+        try read.bind(3, from.description)
+        try read.bind(4, to.description)
+        defer { read.reset() }
+        var out: [CivilDay: Double] = [:]
+        while try read.step() {
+            guard let day = CivilDay(read.text(0)) else {
+                throw Shard.ShardError(.notAShard, "\(path): a totals row of user \(user), metric \(metric.rawValue) has day \(JSONWriter.quoted(read.text(0))), which is not a day (damaged, or written by a newer Daybook): rebuild the projection")
+            }
+            out[day] = read.double(1)
+        }
+        return out
+    }
+
     /// A window holding every live sample of (`user`, `metric`) that can reach the civil days
     /// `from` through `to`: cumulative samples overlapping their UTC days ± 1 (as a ledger's
     /// recompute reads them), heart rate's starting in them.
@@ -161,31 +185,40 @@ struct StoredSamples {
         try read.bind(3, SamplePack.day(ofStart: low))
         try read.bind(4, SamplePack.day(ofStart: high - 1))
         defer { read.reset() }
-        // The shard's name ids → the window's: each name is looked up and interned once.
-        var sourceIDs: [Int64: Int32] = [:]
-        var zoneIDs: [Int64: Int32] = [:]
+        // The shard's name ids → the window's, by id (ids are the rowids of `names`, dense from
+        // 1): each name is looked up and interned once, and no id is hashed per sample.
+        var sourceIDs: [Int32] = []
+        var zoneIDs: [Int32] = []
+        func known(_ id: Int64, in table: [Int32]) -> Int32? {
+            id >= 0 && id < table.count && table[Int(id)] >= 0 ? table[Int(id)] : nil
+        }
+        func remember(_ window: Int32, as id: Int64, in table: inout [Int32]) {
+            guard id >= 0, id < 1 << 20 else { return } // a stray id is looked up each time instead
+            if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
+            table[Int(id)] = window
+        }
         while try read.step() {
             let day = read.int64(0)
             try read.withBlob(1) { bytes in
                 do {
-                    try SamplePack.decode(bytes, day: day) { packed in
+                    try SamplePack.decodeFields(bytes, day: day) { packed, uuid in
                         // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
                         guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
                         let source: Int32
-                        if let known = sourceIDs[packed.source] {
-                            source = known
+                        if let id = known(packed.source, in: sourceIDs) {
+                            source = id
                         } else {
                             source = window.sourceID(try name(packed.source, user: user))
-                            sourceIDs[packed.source] = source
+                            remember(source, as: packed.source, in: &sourceIDs)
                         }
                         let zone: Int32
-                        if let known = zoneIDs[packed.zone] {
-                            zone = known
+                        if let id = known(packed.zone, in: zoneIDs) {
+                            zone = id
                         } else {
                             zone = window.zoneID(try name(packed.zone, user: user))
-                            zoneIDs[packed.zone] = zone
+                            remember(zone, as: packed.zone, in: &zoneIDs)
                         }
-                        window.add(uuid: packed.uuid, metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
+                        window.add(uuidText: uuid, metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
                                    value: packed.value, version: packed.version, seq: packed.seq)
                     }
                 } catch let damaged as SamplePack.Damaged {
