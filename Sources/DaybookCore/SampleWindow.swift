@@ -20,6 +20,8 @@ public struct SampleWindow {
     /// record i's ends): records added by text hold an empty `uuid` until a read needs it.
     private var uuidText = [[UInt8]](repeating: [], count: Metric.allCases.count)
     private var uuidEnds = [[Int32]](repeating: [], count: Metric.allCases.count)
+    /// Whether samples were added without their uuids (`addWithoutUUID`).
+    private var uuidsLeftOut = false
 
     public init(user: String, priority: SourcePriority) {
         self.user = user
@@ -71,6 +73,43 @@ public struct SampleWindow {
         uuidEnds[metric.index].append(Int32(self.uuidText[metric.index].count))
     }
 
+    /// `add(uuid:…)` with the uuid left out, for a store that reads it again only if a read
+    /// needs it: after the last such add, `recordsNeedingUUIDs(metric)` names the samples a
+    /// tie-break can reach, and `setUUID` gives each of them its uuid. A window filled this
+    /// way answers hours, not `ledger()` (which needs every uuid).
+    public mutating func addWithoutUUID(metric: Metric, source: Int32, zone: Int32, start: Int64, end: Int64,
+                                        value: Double, version: Int64, seq: Int64) {
+        precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
+        records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
+                                            source: source, zone: zone, uuid: ""))
+        uuidsLeftOut = true
+    }
+
+    /// The places (in order of adding, from 0) of `metric`'s samples that share their start and
+    /// end with another: the only ones whose uuids a tie-break compares.
+    public func recordsNeedingUUIDs(_ metric: Metric) -> [Int] {
+        let recs = records[metric.index]
+        var bounds = recs.indices.map { (start: recs[$0].start, end: recs[$0].end, index: $0) }
+        bounds.sort { ($0.start, $0.end) < ($1.start, $1.end) }
+        var out: [Int] = []
+        var k = 0
+        while k < bounds.count {
+            var last = k
+            while last + 1 < bounds.count, bounds[last + 1].start == bounds[k].start, bounds[last + 1].end == bounds[k].end { last += 1 }
+            if last > k { out.append(contentsOf: bounds[k...last].map(\.index)) }
+            k = last + 1
+        }
+        return out.sorted()
+    }
+
+    /// The uuid the sample added `place`-th of `metric` holds now ("" when left out), for tests.
+    func heldUUID(_ metric: Metric, place: Int) -> String { records[metric.index][place].uuid }
+
+    /// Gives the sample added `place`-th (from 0) of `metric` its uuid.
+    public mutating func setUUID(_ uuid: String, metric: Metric, place: Int) {
+        records[metric.index][place].uuid = uuid
+    }
+
     private mutating func keepText(of uuid: String, metric: Metric) {
         uuidText[metric.index].append(contentsOf: uuid.utf8)
         uuidEnds[metric.index].append(Int32(uuidText[metric.index].count))
@@ -86,21 +125,13 @@ public struct SampleWindow {
     /// with another (the only ones a tie-break can reach) or, with `all`, of every record.
     private func resolvedRecords(_ metric: Metric, all: Bool) -> [Record] {
         var out = records[metric.index]
+        // Added without uuids: the store has set those a tie-break needs (`setUUID`).
+        if uuidsLeftOut { return out }
         if all {
             for i in out.indices { out[i].uuid = uuid(metric, i) }
             return out
         }
-        var bounds = out.indices.map { (start: out[$0].start, end: out[$0].end, index: Int32($0)) }
-        bounds.sort { ($0.start, $0.end) < ($1.start, $1.end) }
-        var k = 0
-        while k < bounds.count {
-            var last = k
-            while last + 1 < bounds.count, bounds[last + 1].start == bounds[k].start, bounds[last + 1].end == bounds[k].end { last += 1 }
-            if last > k {
-                for j in k...last { out[Int(bounds[j].index)].uuid = uuid(metric, Int(bounds[j].index)) }
-            }
-            k = last + 1
-        }
+        for place in recordsNeedingUUIDs(metric) { out[place].uuid = uuid(metric, place) }
         return out
     }
 
@@ -131,6 +162,7 @@ public struct SampleWindow {
 
     /// An in-memory ledger of these samples, for what only a ledger answers (`explain`).
     public func ledger() -> Ledger {
+        precondition(!uuidsLeftOut, "a window filled by addWithoutUUID answers hours, not ledger()")
         let ledger = Ledger(priority: priority)
         for metric in Metric.allCases {
             for r in resolvedRecords(metric, all: true) {

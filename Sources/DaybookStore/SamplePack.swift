@@ -142,7 +142,11 @@ enum SamplePack {
     /// fields, and its uuid's UTF-8 text in a buffer valid only during the call, so that a
     /// reader that needs few uuids as Strings (hour rows: only those of samples sharing their
     /// bounds) builds no String per sample.
-    static func decodeFields(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (Fields, UnsafeRawBufferPointer) throws -> Void) throws {
+    ///
+    /// With `uuids` false the uuids are checked and skipped, not read: `body` gets an empty
+    /// buffer (a reader that needs a few of them reads the pack again).
+    static func decodeFields(_ bytes: UnsafeRawBufferPointer, day: Int64, uuids: Bool = true,
+                             _ body: (Fields, UnsafeRawBufferPointer) throws -> Void) throws {
         var reader = Reader(bytes: bytes)
         guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
         let count = try reader.varint()
@@ -150,17 +154,31 @@ enum SamplePack {
         var previousStart = day &* Instant.nanosPerDay
         var previousSeq: Int64 = 0
         var previousText: [UInt8] = []
+        var previousLength: UInt64 = 0 // of the previous text uuid, when they are skipped
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { canonical in
             for _ in 0..<count {
                 let flags = try reader.byte()
                 let form = flags & 3
                 switch form {
-                case 0, 1: try reader.uuid(upper: form == 1, into: canonical)
+                case 0, 1:
+                    if uuids {
+                        try reader.uuid(upper: form == 1, into: canonical)
+                    } else {
+                        let at = reader.position
+                        try reader.skip(16, orThrow: "a uuid cut short at byte \(at)")
+                    }
                 case 2:
                     let shared = try reader.varint()
-                    guard shared <= UInt64(previousText.count) else { throw Damaged(reason: "a uuid sharing \(shared) bytes with one of \(previousText.count)") }
-                    previousText.removeSubrange(Int(shared)...)
-                    try reader.append(Int(truncatingIfNeeded: try reader.varint()), to: &previousText)
+                    if uuids {
+                        guard shared <= UInt64(previousText.count) else { throw Damaged(reason: "a uuid sharing \(shared) bytes with one of \(previousText.count)") }
+                        previousText.removeSubrange(Int(shared)...)
+                        try reader.append(Int(truncatingIfNeeded: try reader.varint()), to: &previousText)
+                    } else {
+                        guard shared <= previousLength else { throw Damaged(reason: "a uuid sharing \(shared) bytes with one of \(previousLength)") }
+                        let rest = try reader.varint()
+                        try reader.skip(Int(truncatingIfNeeded: rest), orThrow: "a uuid of \(rest) bytes past the pack's end")
+                        previousLength = shared + rest
+                    }
                 default: throw Damaged(reason: "a uuid of unknown form \(form)")
                 }
                 let source = Int64(bitPattern: try reader.varint())
@@ -191,7 +209,9 @@ enum SamplePack {
                 previousStart = start
                 previousSeq = seq
                 let fields = Fields(source: source, start: start, end: start &+ duration, value: value, zone: zone, seq: seq, version: version)
-                if form == 2 {
+                if !uuids {
+                    try body(fields, UnsafeRawBufferPointer(start: nil, count: 0))
+                } else if form == 2 {
                     try previousText.withUnsafeBytes { try body(fields, $0) }
                 } else {
                     try body(fields, UnsafeRawBufferPointer(canonical))
@@ -284,6 +304,12 @@ enum SamplePack {
         mutating func signed() throws -> Int64 {
             let z = try varint()
             return Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
+        }
+
+        /// Steps over `length` bytes, or throws `reason` when the pack has fewer left.
+        mutating func skip(_ length: Int, orThrow reason: @autoclosure () -> String) throws {
+            guard length >= 0, length <= bytes.count - position else { throw Damaged(reason: reason()) }
+            position += length
         }
 
         mutating func append(_ length: Int, to buffer: inout [UInt8]) throws {

@@ -147,8 +147,11 @@ struct StoredSamples {
 
     /// The hour rows of (`user`, `metric`) on the civil days `from` through `to`, apportioned
     /// from the shard's stored day rows (`SampleWindow.hours(_:from:to:dayTotals:)`).
+    ///
+    /// The packs are read without their uuids; only when some samples share their start and
+    /// end (the only ones a tie-break tells apart by uuid) are they read again for those uuids.
     func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
-        let window = try window(user: user, metric: metric, from: from, to: to)
+        let window = try window(user: user, metric: metric, from: from, to: to, uuids: false)
         guard metric.isCumulative else { return window.hours(metric, from: from, to: to) }
         return window.hours(metric, from: from, to: to, dayTotals: try dayTotals(user: user, metric: metric, from: from, to: to))
     }
@@ -173,18 +176,10 @@ struct StoredSamples {
 
     /// A window holding every live sample of (`user`, `metric`) that can reach the civil days
     /// `from` through `to`: cumulative samples overlapping their UTC days ± 1 (as a ledger's
-    /// recompute reads them), heart rate's starting in them.
-    func window(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> SampleWindow {
+    /// recompute reads them), heart rate's starting in them. With `uuids` false the window
+    /// holds only the uuids a tie-break needs (it answers hours, not `ledger()`).
+    func window(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool = true) throws -> SampleWindow {
         var window = SampleWindow(user: user, priority: priority)
-        let first = (Int64(from.number) - 1) * Instant.nanosPerDay
-        let high = (Int64(to.number) + 2) * Instant.nanosPerDay
-        let low = metric.isCumulative ? first - max(0, maxSpan) : first
-        let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ?")
-        try read.bind(1, user)
-        try read.bind(2, metric.storageCode)
-        try read.bind(3, SamplePack.day(ofStart: low))
-        try read.bind(4, SamplePack.day(ofStart: high - 1))
-        defer { read.reset() }
         // The shard's name ids → the window's, by id (ids are the rowids of `names`, dense from
         // 1): each name is looked up and interned once, and no id is hashed per sample.
         var sourceIDs: [Int32] = []
@@ -197,36 +192,74 @@ struct StoredSamples {
             if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
             table[Int(id)] = window
         }
+        try forEachSample(user: user, metric: metric, from: from, to: to, uuids: uuids) { packed, uuid in
+            let source: Int32
+            if let id = known(packed.source, in: sourceIDs) {
+                source = id
+            } else {
+                source = window.sourceID(try name(packed.source, user: user))
+                remember(source, as: packed.source, in: &sourceIDs)
+            }
+            let zone: Int32
+            if let id = known(packed.zone, in: zoneIDs) {
+                zone = id
+            } else {
+                zone = window.zoneID(try name(packed.zone, user: user))
+                remember(zone, as: packed.zone, in: &zoneIDs)
+            }
+            if uuids {
+                window.add(uuidText: uuid, metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
+                           value: packed.value, version: packed.version, seq: packed.seq)
+            } else {
+                window.addWithoutUUID(metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
+                                      value: packed.value, version: packed.version, seq: packed.seq)
+            }
+        }
+        guard !uuids else { return window }
+        // The second reading, for the uuids of samples that share their bounds (rare: none in
+        // `bench generate`'s logs). The same statement in the same transaction gives the same
+        // samples in the same order, so the n-th one is the n-th added.
+        let needed = window.recordsNeedingUUIDs(metric)
+        guard !needed.isEmpty else { return window }
+        var place = 0
+        var next = 0
+        try forEachSample(user: user, metric: metric, from: from, to: to, uuids: true) { _, uuid in
+            if next < needed.count, needed[next] == place {
+                window.setUUID(String(decoding: uuid, as: UTF8.self), metric: metric, place: place)
+                next += 1
+            }
+            place += 1
+        }
+        return window
+    }
+
+    /// Calls `body` with each live sample of (`user`, `metric`) that can reach the civil days
+    /// `from` through `to` (as `window` holds them), in the order of the packs and within each.
+    private func forEachSample(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool,
+                               _ body: (SamplePack.Fields, UnsafeRawBufferPointer) throws -> Void) throws {
+        let first = (Int64(from.number) - 1) * Instant.nanosPerDay
+        let high = (Int64(to.number) + 2) * Instant.nanosPerDay
+        let low = metric.isCumulative ? first - max(0, maxSpan) : first
+        let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ? ORDER BY day")
+        try read.bind(1, user)
+        try read.bind(2, metric.storageCode)
+        try read.bind(3, SamplePack.day(ofStart: low))
+        try read.bind(4, SamplePack.day(ofStart: high - 1))
+        defer { read.reset() }
         while try read.step() {
             let day = read.int64(0)
             try read.withBlob(1) { bytes in
                 do {
-                    try SamplePack.decodeFields(bytes, day: day) { packed, uuid in
+                    try SamplePack.decodeFields(bytes, day: day, uuids: uuids) { packed, uuid in
                         // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
                         guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
-                        let source: Int32
-                        if let id = known(packed.source, in: sourceIDs) {
-                            source = id
-                        } else {
-                            source = window.sourceID(try name(packed.source, user: user))
-                            remember(source, as: packed.source, in: &sourceIDs)
-                        }
-                        let zone: Int32
-                        if let id = known(packed.zone, in: zoneIDs) {
-                            zone = id
-                        } else {
-                            zone = window.zoneID(try name(packed.zone, user: user))
-                            remember(zone, as: packed.zone, in: &zoneIDs)
-                        }
-                        window.add(uuidText: uuid, metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
-                                   value: packed.value, version: packed.version, seq: packed.seq)
+                        try body(packed, uuid)
                     }
                 } catch let damaged as SamplePack.Damaged {
                     throw Shard.ShardError(.notAShard, "\(path): the pack of user \(user), metric \(metric.rawValue), UTC day \(day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
                 }
             }
         }
-        return window
     }
 
     private func name(_ id: Int64, user: String) throws -> String {

@@ -122,6 +122,40 @@ import Testing
         expectHoursAddUp(hours, to: try ShardReader(directory: dir).totals(.init(user: "ana", metric: .steps)))
     }
 
+    /// Hour reads take the packs without uuids, and read them again only for samples whose
+    /// bounds tie (the only ones a tie-break compares uuids of): here the two phone samples
+    /// of 01:00–02:00-04:00 in different packs' order, and not the watch's or the lone phone's.
+    @Test func hourReadsFetchOnlyTheUUIDsOfTiedSamples() throws {
+        let dir = try Self.dataDirectory(scratch)
+        let events: [Event] = [
+            Self.sample("p-2", "phone", "2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00", 100),
+            Self.sample("w-1", "watch", "2026-11-01T00:30:00-04:00", "2026-11-01T02:30:00-05:00", 900),
+            Self.sample("p-1", "phone", "2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00", 100),
+            Self.sample("p-3", "phone", "2026-11-01T05:00:00-05:00", "2026-11-01T06:00:00-05:00", 60),
+        ]
+        let shard = try Self.project(events, into: dir)
+        let day = CivilDay("2026-11-01")!
+        let db = try Database(path: shard.path, readOnly: true)
+        var window: SampleWindow?
+        try db.inReadTransaction {
+            window = try StoredSamples(database: db, path: shard.path).window(user: "ana", metric: .steps, from: day, to: day, uuids: false)
+        }
+        let held = try #require(window)
+        let tied = held.recordsNeedingUUIDs(.steps)
+        #expect(tied.map { held.heldUUID(.steps, place: $0) }.sorted() == ["p-1", "p-2"])
+        #expect(held.count == 4)
+        #expect((0..<4).filter { !tied.contains($0) }.map { held.heldUUID(.steps, place: $0) } == ["", ""])
+        // The watch (900 over 3 h, 5 a minute) wins; the phone hour adds nothing; p-3's hour 60.
+        // Hours: 00:00-04:00 150, 01:00-04:00 300, 01:00-05:00 300, 02:00-05:00 150, 05:00-05:00 60 (day 960).
+        let hours = try ShardReader(directory: dir).hours(inShardAt: shard.path, user: "ana", metric: .steps, from: day, to: day)
+        #expect(hours.map { DayTotal.format(value($0)) } == ["150", "300", "300", "150", "60"])
+        let ledger = Ledger()
+        for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
+        #expect(hours == ledger.hours(user: "ana", metric: .steps, from: day, to: day))
+        expectHoursAddUp(hours, to: try ShardReader(directory: dir).totals(.init(user: "ana", metric: .steps)))
+        _ = shard
+    }
+
     @Test func explainReadsTheShardsSamples() throws {
         let dir = try Self.dataDirectory(scratch)
         let shard = try Self.project(Self.night, into: dir)
