@@ -42,22 +42,24 @@ public struct CivilDay: Hashable, Comparable, Sendable, CustomStringConvertible 
         if (0...9999).contains(y) {
             // The common case in one buffer (a read answer prints a day per row).
             return String(unsafeUninitializedCapacity: 10) { out in
-                @inline(__always) func two(_ v: Int, at i: Int) {
-                    out[i] = UInt8(truncatingIfNeeded: 48 + v / 10)
-                    out[i + 1] = UInt8(truncatingIfNeeded: 48 + v % 10)
-                }
-                two(y / 100, at: 0)
-                two(y % 100, at: 2)
-                out[4] = UInt8(ascii: "-")
-                two(m, at: 5)
-                out[7] = UInt8(ascii: "-")
-                two(d, at: 8)
+                CivilDay.write(year: y, month: m, day: d, into: out)
                 return 10
             }
         }
         var ys = String(y)
         if ys.count < 4 { ys = String(repeating: "0", count: 4 - ys.count) + ys }
         return "\(ys)-\(pad2(m))-\(pad2(d))"
+    }
+
+    /// Writes `YYYY-MM-DD` (a year of 0–9999) into the first 10 bytes of `out`.
+    @inline(__always)
+    static func write(year: Int, month: Int, day: Int, into out: UnsafeMutableBufferPointer<UInt8>) {
+        writeTwoDigits(year / 100, at: 0, into: out)
+        writeTwoDigits(year % 100, at: 2, into: out)
+        out[4] = UInt8(ascii: "-")
+        writeTwoDigits(month, at: 5, into: out)
+        out[7] = UInt8(ascii: "-")
+        writeTwoDigits(day, at: 8, into: out)
     }
 
     public static func < (a: CivilDay, b: CivilDay) -> Bool { a.number < b.number }

@@ -237,19 +237,12 @@ enum HourRollup {
         }
         var out: [HourTotal] = []
         for (key, indices) in byHour {
-            let ordered = indices.sorted { records[$0].precedesInSumOrder(records[$1]) }
-            var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
-            for i in ordered {
-                lo = min(lo, records[i].value)
-                hi = max(hi, records[i].value)
-                sum += records[i].value
-            }
             let rules = zones[Int(key.zone)]
             out.append(HourTotal(
                 key: DayKey(user: user, metric: metric, day: CivilDay(number: key.day)),
                 start: Instant(nanoseconds: key.start), startOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
                 end: Instant(nanoseconds: key.end), endOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.end)),
-                summary: .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count)))
+                summary: Record.discreteSummary(records, indices)))
         }
         return mergedDiscrete(out)
     }

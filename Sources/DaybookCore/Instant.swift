@@ -35,16 +35,8 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
         let secs = Int(inDay / Instant.nanosPerSecond)
         var frac = Int(inDay % Instant.nanosPerSecond)
         return String(unsafeUninitializedCapacity: 35) { out in
-            @inline(__always) func two(_ v: Int, at i: Int) {
-                out[i] = UInt8(truncatingIfNeeded: 48 + v / 10)
-                out[i + 1] = UInt8(truncatingIfNeeded: 48 + v % 10)
-            }
-            two(year / 100, at: 0)
-            two(year % 100, at: 2)
-            out[4] = UInt8(ascii: "-")
-            two(month, at: 5)
-            out[7] = UInt8(ascii: "-")
-            two(dayOfMonth, at: 8)
+            @inline(__always) func two(_ v: Int, at i: Int) { writeTwoDigits(v, at: i, into: out) }
+            CivilDay.write(year: year, month: month, day: dayOfMonth, into: out)
             out[10] = UInt8(ascii: "T")
             two(secs / 3600, at: 11)
             out[13] = UInt8(ascii: ":")
@@ -107,6 +99,13 @@ func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
 }
 
 func pad2(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+
+/// Writes `v` (0–99) as two decimal digits at `out[i]` and `out[i + 1]`.
+@inline(__always)
+func writeTwoDigits(_ v: Int, at i: Int, into out: UnsafeMutableBufferPointer<UInt8>) {
+    out[i] = UInt8(truncatingIfNeeded: 48 + v / 10)
+    out[i + 1] = UInt8(truncatingIfNeeded: 48 + v % 10)
+}
 
 /// Why an RFC 3339 timestamp could not be read.
 public struct TimestampError: Error, Equatable, Sendable {

@@ -461,8 +461,7 @@ public final class Ledger {
     private func intern(zone: String) -> Int32 {
         if let id = zoneIDs[zone] { return id }
         let id = Int32(zones.count)
-        // The decoder has validated the zone; an unknown one degrades to UTC rather than trap.
-        zones.append(ZoneRules.named(zone) ?? ZoneRules(identifier: zone, transitions: [], offsetSeconds: [0]))
+        zones.append(ZoneRules.forSamples(zone))
         zoneIDs[zone] = id
         return id
     }
@@ -470,9 +469,7 @@ public final class Ledger {
     /// Source id → rank (0 is best) for one metric.
     private func rankTable(for metric: Metric) -> [Int32] {
         if let table = rankTables[metric] { return table }
-        let ordered = sources.indices.sorted { priority.ranks(sources[$0], above: sources[$1], for: metric) }
-        var table = [Int32](repeating: 0, count: sources.count)
-        for (rank, id) in ordered.enumerated() { table[id] = Int32(rank) }
+        let table = priority.rankTable(sources, for: metric)
         rankTables[metric] = table
         return table
     }
@@ -573,15 +570,7 @@ public final class Ledger {
             if include?(day) ?? true { byDay[day, default: []].append(i) }
         }
         return byDay.map { day, indices in
-            let ordered = indices.sorted { records[$0].precedesInSumOrder(records[$1]) }
-            var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
-            for i in ordered {
-                lo = min(lo, records[i].value)
-                hi = max(hi, records[i].value)
-                sum += records[i].value
-            }
-            return DayTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: day)),
-                            summary: .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count))
+            DayTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: day)), summary: Record.discreteSummary(records, indices))
         }
     }
 

@@ -186,17 +186,11 @@ public struct SampleWindow {
     private mutating func intern(zone: String) -> Int32 {
         if let id = zoneIDs[zone] { return id }
         let id = Int32(zones.count)
-        // As the ledger: the decoder has validated the zone; an unknown one degrades to UTC.
-        zones.append(ZoneRules.named(zone) ?? ZoneRules(identifier: zone, transitions: [], offsetSeconds: [0]))
+        zones.append(ZoneRules.forSamples(zone))
         zoneIDs[zone] = id
         return id
     }
 
     /// Source id → rank (0 is best) for `metric`, as `Ledger` ranks them.
-    private func rankTable(for metric: Metric) -> [Int32] {
-        let ordered = sources.indices.sorted { priority.ranks(sources[$0], above: sources[$1], for: metric) }
-        var table = [Int32](repeating: 0, count: sources.count)
-        for (rank, id) in ordered.enumerated() { table[id] = Int32(rank) }
-        return table
-    }
+    private func rankTable(for metric: Metric) -> [Int32] { priority.rankTable(sources, for: metric) }
 }

@@ -49,6 +49,15 @@ public struct SourcePriority: Equatable, Sendable {
         SourcePriority(defaultOrder: defaultOrder, perMetric: perMetric.filter { $0.value != defaultOrder })
     }
 
+    /// Each of `sources`' rank for `metric` (0 is best, in the order of `ranks(_:above:for:)`,
+    /// which breaks ties by name), indexed as `sources`.
+    func rankTable(_ sources: [String], for metric: Metric) -> [Int32] {
+        let ordered = sources.indices.sorted { ranks(sources[$0], above: sources[$1], for: metric) }
+        var table = [Int32](repeating: 0, count: sources.count)
+        for (rank, id) in ordered.enumerated() { table[id] = Int32(rank) }
+        return table
+    }
+
     /// Whether two priorities rank every source of every metric alike.
     public func ranksLike(_ other: SourcePriority) -> Bool { canonical == other.canonical }
 

@@ -38,6 +38,20 @@ struct Record {
         if end != other.end { return end < other.end }
         return uuid.utf8.lexicographicallyPrecedes(other.uuid.utf8)
     }
+
+    /// Heart rate's figures (min, max, mean, count) of the records at `indices` (not empty),
+    /// summed in the sum order so that any two computations agree to the bit: a day's row
+    /// and an hour's row alike.
+    static func discreteSummary(_ records: [Record], _ indices: [Int]) -> DaySummary {
+        let ordered = indices.sorted { records[$0].precedesInSumOrder(records[$1]) }
+        var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
+        for i in ordered {
+            lo = min(lo, records[i].value)
+            hi = max(hi, records[i].value)
+            sum += records[i].value
+        }
+        return .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count)
+    }
 }
 
 /// A stretch of the timeline won by one interval sample.

@@ -25,6 +25,13 @@ public struct ZoneRules: Sendable {
     /// Foundation's list of canonical zones, plus the UTC names it resolves without listing.
     private static let known: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC", "GMT"])
 
+    /// The rules a sample of zone `identifier` is counted under: `named(identifier)`, or UTC
+    /// for an identifier that is not a zone (the decoder has refused those; degrading beats a
+    /// trap for a store that holds one).
+    public static func forSamples(_ identifier: String) -> ZoneRules {
+        named(identifier) ?? ZoneRules(identifier: identifier, transitions: [], offsetSeconds: [0])
+    }
+
     /// The rules for an IANA identifier such as `Europe/Berlin`; nil when it is not one.
     public static func named(_ identifier: String) -> ZoneRules? {
         if let hit = cache.withLock({ $0[identifier] }) { return hit }

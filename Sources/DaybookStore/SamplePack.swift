@@ -121,32 +121,22 @@ enum SamplePack {
 
     /// Calls `body` with each sample of a pack of `day`, in the order they were written.
     static func decode(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (PackedSample) throws -> Void) throws {
-        try decodeFields(bytes, day: day) { f, uuid in
-            try body(PackedSample(uuid: String(decoding: uuid, as: UTF8.self), source: f.source, start: f.start, end: f.end,
-                                  value: f.value, zone: f.zone, seq: f.seq, version: f.version))
+        try decodeFields(bytes, day: day) { fields, uuid in
+            var sample = fields
+            sample.uuid = String(decoding: uuid, as: UTF8.self)
+            try body(sample)
         }
     }
 
-    /// A packed sample's fields but its uuid.
-    struct Fields {
-        var source: Int64
-        var start: Int64
-        var end: Int64
-        var value: Double
-        var zone: Int64
-        var seq: Int64
-        var version: Int64
-    }
-
     /// Calls `body` with each sample of a pack of `day`, in the order they were written: its
-    /// fields, and its uuid's UTF-8 text in a buffer valid only during the call, so that a
-    /// reader that needs few uuids as Strings (hour rows: only those of samples sharing their
-    /// bounds) builds no String per sample.
+    /// fields with an empty `uuid`, and its uuid's UTF-8 text in a buffer valid only during
+    /// the call, so that a reader that needs few uuids as Strings (hour rows: only those of
+    /// samples sharing their bounds) builds no String per sample.
     ///
     /// With `uuids` false the uuids are checked and skipped, not read: `body` gets an empty
     /// buffer (a reader that needs a few of them reads the pack again).
     static func decodeFields(_ bytes: UnsafeRawBufferPointer, day: Int64, uuids: Bool = true,
-                             _ body: (Fields, UnsafeRawBufferPointer) throws -> Void) throws {
+                             _ body: (PackedSample, UnsafeRawBufferPointer) throws -> Void) throws {
         var reader = Reader(bytes: bytes)
         guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
         let count = try reader.varint()
@@ -208,7 +198,8 @@ enum SamplePack {
                 let start = previousStart &+ step
                 previousStart = start
                 previousSeq = seq
-                let fields = Fields(source: source, start: start, end: start &+ duration, value: value, zone: zone, seq: seq, version: version)
+                let fields = PackedSample(uuid: "", source: source, start: start, end: start &+ duration, value: value, zone: zone,
+                                          seq: seq, version: version)
                 if !uuids {
                     try body(fields, UnsafeRawBufferPointer(start: nil, count: 0))
                 } else if form == 2 {

@@ -236,7 +236,7 @@ struct StoredSamples {
     /// Calls `body` with each live sample of (`user`, `metric`) that can reach the civil days
     /// `from` through `to` (as `window` holds them), in the order of the packs and within each.
     private func forEachSample(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool,
-                               _ body: (SamplePack.Fields, UnsafeRawBufferPointer) throws -> Void) throws {
+                               _ body: (PackedSample, UnsafeRawBufferPointer) throws -> Void) throws {
         let first = (Int64(from.number) - 1) * Instant.nanosPerDay
         let high = (Int64(to.number) + 2) * Instant.nanosPerDay
         let low = metric.isCumulative ? first - max(0, maxSpan) : first
