@@ -72,9 +72,7 @@ enum HourRollup {
         // bit: by hour, then the record's place in the sum order, ranked once by integers so
         // that comparing two pieces copies no record (and retains no uuid).
         var sumRank = [Int32](repeating: 0, count: records.count)
-        for (place, index) in records.indices.sorted(by: { records[$0].precedesInSumOrder(records[$1]) }).enumerated() {
-            sumRank[index] = Int32(place)
-        }
+        for (place, index) in sumOrder(records).enumerated() { sumRank[index] = Int32(place) }
         pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : sumRank[a.record] < sumRank[b.record] }
 
         // Raw contributions per (hour, source), hours in order, sources in order of first use.
@@ -148,6 +146,19 @@ enum HourRollup {
                         .map { SourceShare(source: sources[Int($0.source)], value: $0.value) }))
         }
         return (merged(out, rank: { name in sources.firstIndex(of: name).map { rank[$0] } ?? Int32.max }), days)
+    }
+
+    /// The indices of `records` in their sum order (`Record.precedesInSumOrder`): sorted by
+    /// (start, end) as plain integers, the uuids compared only between records whose bounds
+    /// tie, so that no record is copied (nor its uuid retained) per comparison.
+    static func sumOrder(_ records: [Record]) -> [Int] {
+        var keys = records.indices.map { (start: records[$0].start, end: records[$0].end, index: $0) }
+        keys.sort { a, b in
+            if a.start != b.start { return a.start < b.start }
+            if a.end != b.end { return a.end < b.end }
+            return records[a.index].uuid.utf8.lexicographicallyPrecedes(records[b.index].uuid.utf8)
+        }
+        return keys.map(\.index)
     }
 
     /// Whole micro-units for `raws` that add up to `total` rounded to 6 decimals, each within

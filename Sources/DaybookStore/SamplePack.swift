@@ -280,7 +280,21 @@ enum SamplePack {
             return bytes[position]
         }
 
+        /// The next varint. Most are one byte (small distances, ids, versions): that case is
+        /// inlined, and only longer ones take the loop.
+        @inline(__always)
         mutating func varint() throws -> UInt64 {
+            if position < bytes.count {
+                let b = bytes[position]
+                if b < 0x80 {
+                    position += 1
+                    return UInt64(b)
+                }
+            }
+            return try longVarint()
+        }
+
+        mutating func longVarint() throws -> UInt64 {
             var result: UInt64 = 0
             var shift: UInt64 = 0
             while true {
@@ -292,6 +306,7 @@ enum SamplePack {
             }
         }
 
+        @inline(__always)
         mutating func signed() throws -> Int64 {
             let z = try varint()
             return Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
