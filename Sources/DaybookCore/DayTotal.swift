@@ -71,7 +71,54 @@ public struct DayTotal: Equatable, Sendable {
 
     /// Rounds to 6 decimal places for output, so that 7050.000000000001 prints as 7050.
     public static func format(_ value: Double) -> String {
-        let rounded = (value * 1e6).rounded() / 1e6
+        let micros = (value * 1e6).rounded()
+        // 1e-4 ≤ |rounded| < 4e9 and not whole: Swift's shortest form of micros / 1e6 is its
+        // decimal with the trailing zeros dropped (below 2^32 a Double is finer than 1e-6,
+        // so no other decimal of 6 places or fewer reads back to it; from 1e-4 up Swift
+        // writes no exponent). Written by integer arithmetic: a read answer prints a few
+        // hundred of these.
+        if abs(micros) >= 100, abs(micros) < 4e15, micros.truncatingRemainder(dividingBy: 1e6) != 0 {
+            return decimal(micros: Int64(micros))
+        }
+        let rounded = micros / 1e6
         return JSONWriter.number(rounded.isFinite ? rounded : value)
+    }
+
+    /// `micros` / 10⁶ as a decimal: sign, whole part, point, up to 6 digits without trailing
+    /// zeros (micros not a multiple of 10⁶).
+    static func decimal(micros: Int64) -> String {
+        let magnitude = micros.magnitude
+        var whole = magnitude / 1_000_000
+        var fraction = magnitude % 1_000_000
+        var places = 6
+        while fraction % 10 == 0 {
+            fraction /= 10
+            places -= 1
+        }
+        var wholeDigits = 1
+        var scale: UInt64 = 10
+        while scale <= whole {
+            wholeDigits += 1
+            scale *= 10
+        }
+        let sign = micros < 0 ? 1 : 0
+        let count = sign + wholeDigits + 1 + places
+        return String(unsafeUninitializedCapacity: count) { out in
+            if sign == 1 { out[0] = UInt8(ascii: "-") }
+            var i = sign + wholeDigits - 1
+            repeat {
+                out[i] = UInt8(truncatingIfNeeded: 48 + whole % 10)
+                whole /= 10
+                i -= 1
+            } while i >= sign
+            out[sign + wholeDigits] = UInt8(ascii: ".")
+            var k = count - 1
+            for _ in 0..<places {
+                out[k] = UInt8(truncatingIfNeeded: 48 + fraction % 10)
+                fraction /= 10
+                k -= 1
+            }
+            return count
+        }
     }
 }

@@ -167,6 +167,33 @@ import Testing
         #expect(CivilDay(year: 812, month: 11, day: 30).description == "0812-11-30")
     }
 
+    /// `DayTotal.format`'s integer path against the general one (Swift's shortest form of the
+    /// value rounded to 6 places) over values of every size the integer path takes and the
+    /// edges around it: 1e-4, 4e9, whole numbers, negatives, values at 6 places exactly.
+    @Test func fastNumbersEqualTheGeneralForm() {
+        func general(_ v: Double) -> String {
+            let rounded = (v * 1e6).rounded() / 1e6
+            return JSONWriter.number(rounded.isFinite ? rounded : v)
+        }
+        var rng = SplitMix64(seed: 6)
+        var values: [Double] = [0.0001, 0.00012, 0.000099, 0.00005, -0.0001, 0.5, -0.5, 1, 7050.000000000001, 2532.170761,
+                                3_999_999_999.999999, 4_000_000_000.5, 4_294_967_295.123456, 12_345_678_901.123456, 1e15 + 0.5,
+                                .nan, .infinity, -.infinity, 0, -0.0, 0.0000004, 0.0000005, 123.4560001]
+        for scale in [1e-4, 1e-3, 1, 10, 1e3, 1e5, 1e7, 1e9, 4e9, 1e11] {
+            for _ in 0..<2_000 {
+                let u = Double(rng.next() >> 11) / Double(1 << 53)
+                values.append((u * 2 - 1) * scale)
+                values.append(((u * scale) * 1e6).rounded() / 1e6) // exactly 6 places
+            }
+        }
+        for v in values {
+            #expect(DayTotal.format(v) == general(v), "\(v)")
+        }
+        #expect(DayTotal.format(2532.17076) == "2532.17076")
+        #expect(DayTotal.format(-0.25) == "-0.25")
+        #expect(DayTotal.format(0.000123) == "0.000123")
+    }
+
     @Test func civilDaysRoundTripOverFourCenturies() {
         for n in stride(from: Int32(-146_097), through: 146_097, by: 7) {
             let d = CivilDay(number: n)
