@@ -69,11 +69,8 @@ enum HourRollup {
             }
         }
         // A fixed order (as `DayAttribution.totals`), so that any two computations agree to the
-        // bit: by hour, then the record's place in the sum order, ranked once by integers so
-        // that comparing two pieces copies no record (and retains no uuid).
-        var sumRank = [Int32](repeating: 0, count: records.count)
-        for (place, index) in sumOrder(records).enumerated() { sumRank[index] = Int32(place) }
-        pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : sumRank[a.record] < sumRank[b.record] }
+        // bit: by hour, then the record's place in the sum order.
+        orderBySumOrder(&pieces, records: records)
 
         // Raw contributions per (hour, source), hours in order, sources in order of first use.
         var hours: [(key: HourKey, cells: [(source: Int32, raw: Double)])] = []
@@ -146,6 +143,47 @@ enum HourRollup {
                         .map { SourceShare(source: sources[Int($0.source)], value: $0.value) }))
         }
         return (merged(out, rank: { name in sources.firstIndex(of: name).map { rank[$0] } ?? Int32.max }), days)
+    }
+
+    /// Puts `pieces` in the order they are summed in: by hour, then by their records' sum
+    /// order (`Record.precedesInSumOrder`), pieces of one record in one hour kept in the order
+    /// they came (they add up as integer nanoseconds, so their order does not matter).
+    ///
+    /// Pieces come from the runs in time order, so for a user in one zone they are already by
+    /// hour: then only each hour's few pieces are sorted. Otherwise (zones whose hours
+    /// interleave, instants after the runs) the whole array is sorted by (hour, sum rank).
+    static func orderBySumOrder(_ pieces: inout [(hour: HourKey, record: Int, nanos: Int64)], records: [Record]) {
+        var byHour = true
+        for i in pieces.indices.dropFirst() where pieces[i].hour < pieces[i - 1].hour {
+            byHour = false
+            break
+        }
+        guard byHour else {
+            var sumRank = [Int32](repeating: 0, count: records.count)
+            for (place, index) in sumOrder(records).enumerated() { sumRank[index] = Int32(place) }
+            pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : sumRank[a.record] < sumRank[b.record] }
+            return
+        }
+        var first = 0
+        while first < pieces.count {
+            var end = first + 1
+            while end < pieces.count, pieces[end].hour == pieces[first].hour { end += 1 }
+            if end - first > 32 {
+                // Many pieces in one hour: a sort, never a quadratic one (two records never tie).
+                pieces[first..<end].sort { records[$0.record].precedesInSumOrder(records[$1.record]) }
+            } else if end - first > 1 {
+                for i in (first + 1)..<end { // insertion sort: a few steps an hour
+                    let piece = pieces[i]
+                    var j = i
+                    while j > first, records[piece.record].precedesInSumOrder(records[pieces[j - 1].record]) {
+                        pieces[j] = pieces[j - 1]
+                        j -= 1
+                    }
+                    pieces[j] = piece
+                }
+            }
+            first = end
+        }
     }
 
     /// The indices of `records` in their sum order (`Record.precedesInSumOrder`): sorted by

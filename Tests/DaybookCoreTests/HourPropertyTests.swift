@@ -63,4 +63,36 @@ import Testing
             }
         }
     }
+
+    /// The order hour pieces are summed in: equal to sorting them all by (hour, the records'
+    /// sum order), whether they come by hour (pieces of one zone's runs; groups above and
+    /// below the 32 pieces where a group is sorted instead of insertion-sorted) or not.
+    @Test(arguments: Array(UInt64(1)...40))
+    func piecesAreOrderedAsAFullSortWouldOrderThem(seed: UInt64) {
+        var rng = SplitMix64(seed: seed ^ 0x9_1ECE5)
+        let hourNanos: Int64 = 3_600 * Instant.nanosPerSecond
+        // Records with few distinct bounds (ties on start and end are told apart by uuid).
+        let records = (0..<60).map { i -> Record in
+            let start = Int64(rng.next() % 8) * 600 * Instant.nanosPerSecond
+            let end = start + Int64(1 + rng.next() % 3) * 600 * Instant.nanosPerSecond
+            return Record(start: start, end: end, value: 1, seq: Int64(i), version: 0, source: 0, zone: 0, uuid: "u\(rng.next() % 1000)-\(i)")
+        }
+        var pieces: [(hour: HourRollup.HourKey, record: Int, nanos: Int64)] = []
+        let hours = 1 + Int(rng.next() % 4)
+        for h in 0..<hours {
+            let key = HourRollup.HourKey(day: 0, start: Int64(h) * hourNanos, end: Int64(h + 1) * hourNanos, zone: 0)
+            let count = seed % 5 == 0 && h == 0 ? 45 : Int(rng.next() % 12) // one hour above 32 pieces now and then
+            for _ in 0..<count { pieces.append((key, Int(rng.next() % UInt64(records.count)), Int64(rng.next() % 100))) }
+        }
+        if seed % 3 == 0 { pieces.shuffle(using: &rng) } // not by hour: the whole-array path
+        var ordered = pieces
+        HourRollup.orderBySumOrder(&ordered, records: records)
+        var rank = [Int](repeating: 0, count: records.count)
+        for (place, index) in records.indices.sorted(by: { records[$0].precedesInSumOrder(records[$1]) }).enumerated() { rank[index] = place }
+        let expected = pieces.sorted { a, b in a.hour != b.hour ? a.hour < b.hour : rank[a.record] < rank[b.record] }
+        // Pieces of one record in one hour may come in either order (they add up as integers).
+        func key(_ p: [(hour: HourRollup.HourKey, record: Int, nanos: Int64)]) -> [String] { p.map { "\($0.hour.start) \($0.record)" } }
+        #expect(key(ordered) == key(expected))
+        #expect(ordered.map(\.nanos).reduce(0, +) == pieces.map(\.nanos).reduce(0, +))
+    }
 }
