@@ -16,10 +16,6 @@ public struct SampleWindow {
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
     private var records = [[Record]](repeating: [], count: Metric.allCases.count)
-    /// Each record's uuid as UTF-8 text, one buffer per metric (`uuidEnds[m][i]` is where
-    /// record i's ends): records added by text hold an empty `uuid` until a read needs it.
-    private var uuidText = [[UInt8]](repeating: [], count: Metric.allCases.count)
-    private var uuidEnds = [[Int32]](repeating: [], count: Metric.allCases.count)
     /// Whether samples were added without their uuids (`addWithoutUUID`).
     private var uuidsLeftOut = false
 
@@ -39,7 +35,6 @@ public struct SampleWindow {
                             version: sample.version, source: intern(source: sample.source), zone: intern(zone: sample.zone),
                             uuid: sample.uuid)
         records[sample.metric.index].append(record)
-        keepText(of: sample.uuid, metric: sample.metric)
     }
 
     /// The window's id of source `name`, for `add(uuid:…)` (the first call of a name interns it).
@@ -57,26 +52,14 @@ public struct SampleWindow {
         precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
         records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
                                             source: source, zone: zone, uuid: uuid))
-        keepText(of: uuid, metric: metric)
-    }
-
-    /// `add(uuid:…)` with the uuid as UTF-8 text (valid only during the call): no String is
-    /// built for it unless a read needs it — only samples that share their start and end with
-    /// another are told apart by uuid (`Record.outranksAtSameRank`, `precedesInSumOrder`), and
-    /// only `ledger()` needs them all.
-    public mutating func add(uuidText: UnsafeRawBufferPointer, metric: Metric, source: Int32, zone: Int32, start: Int64, end: Int64,
-                             value: Double, version: Int64, seq: Int64) {
-        precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
-        records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
-                                            source: source, zone: zone, uuid: ""))
-        self.uuidText[metric.index].append(contentsOf: uuidText)
-        uuidEnds[metric.index].append(Int32(self.uuidText[metric.index].count))
     }
 
     /// `add(uuid:…)` with the uuid left out, for a store that reads it again only if a read
-    /// needs it: after the last such add, `recordsNeedingUUIDs(metric)` names the samples a
-    /// tie-break can reach, and `setUUID` gives each of them its uuid. A window filled this
-    /// way answers hours, not `ledger()` (which needs every uuid).
+    /// needs it (only samples that share their start and end with another are told apart by
+    /// uuid: `Record.outranksAtSameRank`, `precedesInSumOrder`). After the last such add,
+    /// `recordsNeedingUUIDs(metric)` names the samples a tie-break can reach, and `setUUID`
+    /// gives each of them its uuid. A window filled this way answers hours, not `ledger()`
+    /// (which needs every uuid).
     public mutating func addWithoutUUID(metric: Metric, source: Int32, zone: Int32, start: Int64, end: Int64,
                                         value: Double, version: Int64, seq: Int64) {
         precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
@@ -110,31 +93,6 @@ public struct SampleWindow {
         records[metric.index][place].uuid = uuid
     }
 
-    private mutating func keepText(of uuid: String, metric: Metric) {
-        uuidText[metric.index].append(contentsOf: uuid.utf8)
-        uuidEnds[metric.index].append(Int32(uuidText[metric.index].count))
-    }
-
-    /// Record `i` of `metric`'s uuid, from its text.
-    private func uuid(_ metric: Metric, _ i: Int) -> String {
-        let from = i == 0 ? 0 : Int(uuidEnds[metric.index][i - 1])
-        return String(decoding: uuidText[metric.index][from..<Int(uuidEnds[metric.index][i])], as: UTF8.self)
-    }
-
-    /// The records of `metric` with the uuid of every record that shares its start and end
-    /// with another (the only ones a tie-break can reach) or, with `all`, of every record.
-    private func resolvedRecords(_ metric: Metric, all: Bool) -> [Record] {
-        var out = records[metric.index]
-        // Added without uuids: the store has set those a tie-break needs (`setUUID`).
-        if uuidsLeftOut { return out }
-        if all {
-            for i in out.indices { out[i].uuid = uuid(metric, i) }
-            return out
-        }
-        for place in recordsNeedingUUIDs(metric) { out[place].uuid = uuid(metric, place) }
-        return out
-    }
-
     /// The hour rows of `metric` on the civil days `from` through `to`, sorted by day, start
     /// and end; none when `from` is after `to`.
     public func hours(_ metric: Metric, from: CivilDay, to: CivilDay) -> [HourTotal] {
@@ -149,14 +107,14 @@ public struct SampleWindow {
         guard from <= to else { return [] }
         var anchors: [Int32: Double] = [:]
         for (day, value) in dayTotals { anchors[day.number] = value }
-        return HourRollup.rows(records: resolvedRecords(metric, all: false), rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number, anchors: anchors).hours
     }
 
     /// The hour rows and the day rows they were anchored on (heart rate: no day rows).
     func rows(_ metric: Metric, from: CivilDay, to: CivilDay) -> (hours: [HourTotal], days: [DayTotal]) {
         guard from <= to else { return ([], []) }
-        return HourRollup.rows(records: resolvedRecords(metric, all: false), rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number)
     }
 
@@ -165,7 +123,7 @@ public struct SampleWindow {
         precondition(!uuidsLeftOut, "a window filled by addWithoutUUID answers hours, not ledger()")
         let ledger = Ledger(priority: priority)
         for metric in Metric.allCases {
-            for r in resolvedRecords(metric, all: true) {
+            for r in records[metric.index] {
                 ledger.apply(.sampleAdded(Sample(user: user, uuid: r.uuid, metric: metric, source: sources[Int(r.source)],
                                                  start: Instant(nanoseconds: r.start), end: Instant(nanoseconds: r.end),
                                                  value: r.value, zone: zones[Int(r.zone)].identifier, version: r.version)),

@@ -184,32 +184,21 @@ struct StoredSamples {
         // 1): each name is looked up and interned once, and no id is hashed per sample.
         var sourceIDs: [Int32] = []
         var zoneIDs: [Int32] = []
-        func known(_ id: Int64, in table: [Int32]) -> Int32? {
-            id >= 0 && id < table.count && table[Int(id)] >= 0 ? table[Int(id)] : nil
-        }
-        func remember(_ window: Int32, as id: Int64, in table: inout [Int32]) {
-            guard id >= 0, id < 1 << 20 else { return } // a stray id is looked up each time instead
+        func windowID(_ id: Int64, in table: inout [Int32], interning intern: (String) -> Int32) throws -> Int32 {
+            if id >= 0, id < table.count, table[Int(id)] >= 0 { return table[Int(id)] }
+            let mapped = intern(try name(id, user: user))
+            guard id >= 0, id < 1 << 20 else { return mapped } // a stray id is looked up each time instead
             if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
-            table[Int(id)] = window
+            table[Int(id)] = mapped
+            return mapped
         }
         try forEachSample(user: user, metric: metric, from: from, to: to, uuids: uuids) { packed, uuid in
-            let source: Int32
-            if let id = known(packed.source, in: sourceIDs) {
-                source = id
-            } else {
-                source = window.sourceID(try name(packed.source, user: user))
-                remember(source, as: packed.source, in: &sourceIDs)
-            }
-            let zone: Int32
-            if let id = known(packed.zone, in: zoneIDs) {
-                zone = id
-            } else {
-                zone = window.zoneID(try name(packed.zone, user: user))
-                remember(zone, as: packed.zone, in: &zoneIDs)
-            }
+            let source = try windowID(packed.source, in: &sourceIDs) { window.sourceID($0) }
+            let zone = try windowID(packed.zone, in: &zoneIDs) { window.zoneID($0) }
             if uuids {
-                window.add(uuidText: uuid, metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
-                           value: packed.value, version: packed.version, seq: packed.seq)
+                // Every uuid (explain's ledger needs them all): one String each.
+                window.add(uuid: String(decoding: uuid, as: UTF8.self), metric: metric, source: source, zone: zone,
+                           start: packed.start, end: packed.end, value: packed.value, version: packed.version, seq: packed.seq)
             } else {
                 window.addWithoutUUID(metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
                                       value: packed.value, version: packed.version, seq: packed.seq)
