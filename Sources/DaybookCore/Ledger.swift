@@ -100,7 +100,9 @@ public final class Ledger {
 
     private func load(for events: some Collection<Event>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
-        var unknown: [String: Set<String>] = [:]
+        // Per user (by identity: no id hashed again), the uuids to look up; a uuid twice in
+        // the batch is asked twice and answered once.
+        var unknown: [ObjectIdentifier: (user: String, state: UserState, uuids: [String])] = [:]
         for event in events {
             guard let uuid = event.uuid else { continue } // a check-in: no sample state
             let userID = event.user
@@ -109,11 +111,12 @@ public final class Ledger {
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
             if isNew { state.complete = try !store.hasEntries(user: userID) }
-            if !state.complete, state.uuids[uuid] == nil { unknown[userID, default: []].insert(uuid) }
+            if !state.complete, state.uuids[uuid] == nil {
+                unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid)
+            }
         }
-        for (userID, uuids) in unknown {
-            guard let state = users[userID] else { continue }
-            for (uuid, entry) in try store.entries(user: userID, uuids: Array(uuids)) {
+        for (userID, state, uuids) in unknown.values {
+            for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
                 switch entry {
                 case .absent: state.uuids[uuid] = .absent
                 case .tombstoned: state.uuids[uuid] = .tombstoned
@@ -249,17 +252,20 @@ public final class Ledger {
         guard store != nil, cachedBytes > cacheBudgetBytes else { return }
         let target = cacheBudgetBytes / 4 * 3
         lastUser = nil
-        var windows: [(use: UInt64, user: String, metric: Metric, day: Int32)] = []
-        for (id, state) in users {
+        // Each window names its user by its place in `states`: no user id is copied or hashed.
+        let states = Array(users.values)
+        var windows: [(use: UInt64, user: Int32, metric: Metric, day: Int32)] = []
+        for (index, state) in states.enumerated() {
             for (metric, m) in state.metrics.all {
-                for day in m.loaded { windows.append((m.dayUse[day] ?? 0, id, metric, day)) }
+                for day in m.loaded { windows.append((m.dayUse[day] ?? 0, Int32(index), metric, day)) }
             }
         }
         windows.sort { $0.use < $1.use }
         var shrunk: [ObjectIdentifier: UserState] = [:]
         for w in windows {
             guard cachedBytes > target else { break }
-            guard let state = users[w.user], var m = state.metrics[w.metric] else { continue }
+            let state = states[Int(w.user)]
+            guard var m = state.metrics[w.metric] else { continue }
             state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
             for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) { state.uuids[uuid] = nil }
             state.metrics[w.metric] = m
@@ -450,7 +456,11 @@ public final class Ledger {
     }
 
     private func intern(source: String) -> Int32 {
-        if let id = sourceIDs[source] { return id }
+        if let id = recentSources.id(of: source) { return id }
+        if let id = sourceIDs[source] {
+            recentSources.note(source, id)
+            return id
+        }
         let id = Int32(sources.count)
         sources.append(source)
         sourceIDs[source] = id
@@ -459,12 +469,21 @@ public final class Ledger {
     }
 
     private func intern(zone: String) -> Int32 {
-        if let id = zoneIDs[zone] { return id }
+        if let id = recentZones.id(of: zone) { return id }
+        if let id = zoneIDs[zone] {
+            recentZones.note(zone, id)
+            return id
+        }
         let id = Int32(zones.count)
         zones.append(ZoneRules.forSamples(zone))
         zoneIDs[zone] = id
         return id
     }
+
+    /// The last few sources and zones interned: a batch names a handful over and over, and
+    /// comparing a few short strings costs less than hashing one.
+    private var recentSources = RecentNames()
+    private var recentZones = RecentNames()
 
     /// Source id → rank (0 is best) for one metric.
     private func rankTable(for metric: Metric) -> [Int32] {
@@ -694,6 +713,30 @@ private final class UserState {
     }
 }
 
+/// The last four names an interning table answered, each with its id, compared before the
+/// table is hashed.
+struct RecentNames {
+    private var names: [String] = []
+    private var ids: [Int32] = []
+    private var next = 0
+
+    func id(of name: String) -> Int32? {
+        for i in names.indices where names[i] == name { return ids[i] }
+        return nil
+    }
+
+    mutating func note(_ name: String, _ id: Int32) {
+        if names.count < 4 {
+            names.append(name)
+            ids.append(id)
+        } else {
+            names[next] = name
+            ids[next] = id
+            next = (next + 1) % 4
+        }
+    }
+}
+
 enum UUIDState {
     case live(metric: Metric, seq: Int64)
     case tombstoned
@@ -873,7 +916,8 @@ public protocol LedgerStore: AnyObject {
     func reading(_ body: () throws -> Void) throws
     /// Whether the store holds anything (a sample or a tombstone) of `user`.
     func hasEntries(user: String) throws -> Bool
-    /// The stored state of each of `uuids` of `user` (every uuid asked gets an answer).
+    /// The stored state of each of `uuids` of `user` (every uuid asked gets an answer; a uuid
+    /// may be asked more than once).
     func entries(user: String, uuids: [String]) throws -> [String: StoredEntry]
     /// The stored samples of (`user`, `metric`) that lie in the UTC days `days`: for
     /// cumulative metrics every sample overlapping one of them (an instant on its day), for

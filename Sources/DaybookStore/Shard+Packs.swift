@@ -104,8 +104,14 @@ extension Shard {
                       nameID: (String) throws -> Int64) throws -> Int64 {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
+        let upsertHashes = upserts.map { uuidHash($0.sample.user, $0.sample.uuid) }
+        let deleteHashes = deletes.map { uuidHash($0.user, $0.uuid) }
+        // The uuids the ledger could not vouch for are looked up in the index together.
+        var unvouched = deleteHashes
+        for i in upserts.indices where !(i < storeLacks.count && storeLacks[i]) { unvouched.append(upsertHashes[i]) }
+        try work.prefetchPlaces(of: unvouched)
         for (i, (s, seq)) in upserts.enumerated() {
-            let hash = uuidHash(s.user, s.uuid)
+            let hash = upsertHashes[i]
             let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash, storeLacks: i < storeLacks.count && storeLacks[i])
             if let old = place.pack { work.remove(s.uuid, of: s.user, from: old, hash: hash) }
             if place.tombstoned { try work.dropTombstone(user: s.user, uuid: s.uuid, hash: hash) }
@@ -115,8 +121,8 @@ extension Shard {
                             of: s.user, into: key, hash: hash)
             longest = max(longest, s.end.nanoseconds - s.start.nanoseconds)
         }
-        for (user, uuid) in deletes {
-            let hash = uuidHash(user, uuid)
+        for (i, (user, uuid)) in deletes.enumerated() {
+            let hash = deleteHashes[i]
             let place = try work.locate(user: user, uuid: uuid, hash: hash)
             if let old = place.pack { work.remove(uuid, of: user, from: old, hash: hash) }
             if !place.tombstoned { try work.addTombstone(user: user, uuid: uuid, hash: hash) }
@@ -177,6 +183,38 @@ extension Shard {
             try read.withBlob(0) { bytes in try decodePack(bytes, key: key) { out.append($0) } }
         }
         return out
+    }
+
+    /// The places `sample_days` names for each of `hashes` (each asked hash gets an entry,
+    /// empty when it names none), read with one statement per `placesChunk` hashes instead of
+    /// one per hash: a statement's step costs about as much as its B-tree search.
+    func places(ofHashes hashes: [Int64]) throws -> [Int64: [Int64]] {
+        var out: [Int64: [Int64]] = [:]
+        out.reserveCapacity(hashes.count)
+        for hash in hashes { out[hash] = [] }
+        let unique = out.keys.sorted()
+        var start = 0
+        while start < unique.count {
+            let size = unique.count - start >= Shard.placesChunk ? Shard.placesChunk : Shard.placesSmallChunk
+            let chunk = unique[start..<min(start + size, unique.count)]
+            let read = try database.statement(size == Shard.placesChunk ? Shard.placesOfMany : Shard.placesOfFew)
+            defer { read.reset() }
+            // A short last chunk repeats its last hash: IN does not count a value twice.
+            for k in 0..<size { try read.bind(Int32(k + 1), chunk[min(chunk.startIndex + k, chunk.endIndex - 1)]) }
+            while try read.step() { out[read.int64(0), default: []].append(read.int64(1)) }
+            start += size
+        }
+        return out
+    }
+
+    /// Hashes one `places(ofHashes:)` statement asks for: the long form, and the short one for
+    /// what is left (padded).
+    static let placesChunk = 64
+    static let placesSmallChunk = 8
+    static let placesOfMany = placesQuery(placesChunk)
+    static let placesOfFew = placesQuery(placesSmallChunk)
+    static func placesQuery(_ n: Int) -> String {
+        "SELECT hash, place FROM sample_days WHERE hash IN (" + Array(repeating: "?", count: n).joined(separator: ", ") + ")"
     }
 
     /// The places (`place(metric:day:)`) `sample_days` names for `hash`.
@@ -283,6 +321,8 @@ struct PackWork {
     private var dirty: Set<PackKey> = []
     private var placed: [UserUUID: Place] = [:]
     private var counts: [IndexKey: Int] = [:]
+    /// What `sample_days` said of the hashes asked ahead (`prefetchPlaces`).
+    private var prefetched: [Int64: [Int64]] = [:]
 
     init(shard: Shard, expecting uuids: Int = 0) {
         self.shard = shard
@@ -298,7 +338,7 @@ struct PackWork {
         var place = Place(pack: nil, tombstoned: false)
         if storeLacks { return place }
         var maybeTombstoned = false
-        for spot in try shard.places(ofHash: hash) {
+        for spot in try prefetched[hash] ?? shard.places(ofHash: hash) {
             if spot == Shard.tombstonePlace {
                 maybeTombstoned = true
                 continue
@@ -313,6 +353,13 @@ struct PackWork {
         if maybeTombstoned { place.tombstoned = try shard.isTombstoned(user: user, uuid: uuid) }
         placed[id] = place
         return place
+    }
+
+    /// Reads what `sample_days` says of `hashes` in a few statements, for the `locate`s that
+    /// follow (the index is not written until `write`, so the answers stay true meanwhile).
+    mutating func prefetchPlaces(of hashes: [Int64]) throws {
+        guard !hashes.isEmpty else { return }
+        prefetched.merge(try shard.places(ofHashes: hashes)) { old, _ in old }
     }
 
     /// The sample of `uuid` in a pack `locate` found it in.
@@ -440,8 +487,10 @@ extension Shard: LedgerStore {
         var work = PackWork(shard: self, expecting: uuids.count)
         var out: [String: StoredEntry] = [:]
         out.reserveCapacity(uuids.count)
-        for uuid in uuids {
-            let place = try work.locate(user: user, uuid: uuid, hash: uuidHash(user, uuid))
+        let hashes = uuids.map { uuidHash(user, $0) }
+        try work.prefetchPlaces(of: hashes)
+        for (uuid, hash) in zip(uuids, hashes) {
+            let place = try work.locate(user: user, uuid: uuid, hash: hash)
             if let key = place.pack, let packed = work.sample(uuid, in: key) {
                 out[uuid] = .live(try sample(packed, key: key), seq: packed.seq)
             } else {

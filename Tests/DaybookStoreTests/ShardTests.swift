@@ -329,6 +329,50 @@ func temporaryDirectory() throws -> String {
         for (i, s) in samples.enumerated() { #expect(found[s.uuid] == .live(s, seq: Int64(i))) }
         #expect(found["s300"] == .absent)
     }
+
+    /// A second batch whose uuids the ledger cannot vouch for (`storeLacks` false) looks them
+    /// up in the index together (`places(ofHashes:)`, 64 and 8 to a statement): 100 samples
+    /// move a day on, 80 are deleted, 50 are new; every uuid then answers as it should and
+    /// the index counts what the packs hold.
+    @Test func aBatchOfUnvouchedUUIDsFindsEachInTheIndexTogether() throws {
+        let shard = try Shard(directory: scratch.path, topic: "t", partition: 0, fingerprint: "f")
+        shard.uuidHash = { _, uuid in Int64(uuid.dropFirst().hashValueStable / 2) }
+        func sample(_ i: Int, day: Int64) -> Sample {
+            let start = Instant(nanoseconds: (1_700_006_400 + day * 86_400 + Int64(i % 100) * 60) * Instant.nanosPerSecond)
+            return Sample(user: "ana", uuid: "s\(i)", metric: .steps, source: "watch", start: start,
+                          end: Instant(nanoseconds: start.nanoseconds + 60 * Instant.nanosPerSecond), value: 10, zone: "UTC")
+        }
+        var first = Shard.Batch(nextOffset: 300)
+        for i in 0..<300 { first.upserts.append((sample(i, day: Int64(i / 100)), Int64(i))) }
+        try shard.commit(first)
+        var second = Shard.Batch(nextOffset: 600)
+        var expected: [String: StoredEntry] = [:]
+        for i in 0..<100 {
+            let moved = sample(i, day: 5)
+            second.upserts.append((moved, Int64(300 + i)))
+            expected[moved.uuid] = .live(moved, seq: Int64(300 + i))
+        }
+        for i in 100..<180 {
+            second.deletes.append(("ana", "s\(i)"))
+            expected["s\(i)"] = .tombstoned
+        }
+        for i in 180..<300 { expected["s\(i)"] = .live(sample(i, day: Int64(i / 100)), seq: Int64(i)) }
+        for i in 300..<350 {
+            let new = sample(i, day: 6)
+            second.upserts.append((new, Int64(300 + i)))
+            expected[new.uuid] = .live(new, seq: Int64(300 + i))
+        }
+        second.storeLacks = Array(repeating: false, count: second.upserts.count)
+        try shard.commit(second)
+        let found = try shard.entries(user: "ana", uuids: Array(expected.keys) + ["s999"])
+        for (uuid, entry) in expected { #expect(found[uuid] == entry, "\(uuid)") }
+        #expect(found["s999"] == .absent)
+        // 300 stored − 80 deleted + 50 new = 270 live samples (the 100 moved counted once, at
+        // their new day) and 80 tombstones: the index counts each once.
+        let live = try shard.database.statement("SELECT sum(count) FROM sample_days WHERE place != 0").firstRow { $0.int64(0) }
+        let dead = try shard.database.statement("SELECT sum(count) FROM sample_days WHERE place = 0").firstRow { $0.int64(0) }
+        #expect(live == 270 && dead == 80)
+    }
 }
 
 private extension Substring {
