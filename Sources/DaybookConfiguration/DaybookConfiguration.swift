@@ -18,6 +18,11 @@ public struct DaybookConfiguration: Sendable {
     /// process. Default 96; more lets each partition's batch grow to `minimumBatch` events
     /// when many partitions are read at once.
     public var batchMegabytes = 96
+    /// `state.batch_delay_ms`: the longest a staged event waits for its partition's batch to
+    /// fill (`ProjectorOptions.maximumBatchDelay`). Default 5000. A live stream does not wait
+    /// for it (a batch at the partition's end commits at once); a larger value keeps the
+    /// batches of a slowed run (under callgrind, 50 times slower) as large as a native run's.
+    public var batchDelayMilliseconds = 5_000
     /// `freshness`: each source's silence threshold and page fraction, and the canaries.
     public var freshness = FreshnessPolicy()
 
@@ -150,7 +155,8 @@ public struct DaybookConfiguration: Sendable {
             switch key {
             case "cache_mb": cacheMegabytes = try integer(value, "state.cache_mb", 0...1_048_576)
             case "batch_mb": batchMegabytes = try integer(value, "state.batch_mb", 1...1_048_576)
-            default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb, batch_mb")
+            case "batch_delay_ms": batchDelayMilliseconds = try integer(value, "state.batch_delay_ms", 1...86_400_000)
+            default: throw ConfigurationError(field: "state.\(key)", message: "unknown setting; use cache_mb, batch_mb, batch_delay_ms")
             }
         }
     }

@@ -55,8 +55,9 @@ enum BenchCommand: Subcommand {
       9. counts instructions per event, which load cannot blur: 'daybook project --solo'
          and 'kcat -C' under valgrind's callgrind (every thread), reading a log of
          --callgrind-events events (default 20000; 0 skips it) in arrival order in 8
-         partitions of a broker of their own. Needs valgrind on PATH; it takes about a
-         minute for 20000 events.
+         partitions of a broker of their own, with state.batch_delay_ms 600000 (unless
+         --config is given) so that batches close by size, not by the slowed clock. Needs
+         valgrind on PATH; it takes about a minute for 20000 events.
     Progress goes to stderr. Stdout gets a table, then as its LAST line one JSON object:
       bench ("pipeline"), version, events, users, partitions, seed, cores, load_average
       (1-minute, at the start: other work skews every figure), log_bytes, config (the

@@ -139,6 +139,7 @@ enum ProjectCommand: Subcommand {
         options.topic = try arguments.topic(default: options.topic)
         options.cacheBytes = config.cacheMegabytes << 20
         options.stagingBytes = config.batchMegabytes << 20
+        options.maximumBatchDelay = .milliseconds(config.batchDelayMilliseconds)
         if let standby = arguments.value("--standby") {
             guard !options.solo else {
                 throw CLIError.usage("--standby keeps shards of partitions this member does not own, but --solo owns every partition it reads: give one of them")

@@ -69,7 +69,7 @@ import Testing
          "kafka": {"bootstrap.servers": "k1:9092", "partitioner": "consistent_random",
                    "secrets": {"sasl.password": "DAYBOOK_TEST_SECRET"},
                    "producer": {"linger.ms": 7}, "consumer": {"group.id": "g2", "prefetch_mb": 3}},
-         "state": {"cache_mb": 5, "batch_mb": 7},
+         "state": {"cache_mb": 5, "batch_mb": 7, "batch_delay_ms": 60000},
          "freshness": {"default": {"threshold": "6h"}, "sources": {"manual": {"threshold": "never"}},
                        "canaries": [{"user": "canary", "source": "watch"}]}}
         """#
@@ -84,6 +84,7 @@ import Testing
         #expect(config.consumer.prefetchBytes == 3 << 20)
         #expect(config.cacheMegabytes == 5)
         #expect(config.batchMegabytes == 7)
+        #expect(config.batchDelayMilliseconds == 60_000)
         // 6 h = 21,600 s for every source but manual, which is never stale.
         #expect(config.freshness.rule(for: "watch").threshold == .seconds(21_600))
         #expect(config.freshness.rule(for: "manual").threshold == nil)
