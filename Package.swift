@@ -96,14 +96,14 @@ let package = Package(
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles", "DaybookServe"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "DaybookSupportTests", dependencies: ["DaybookSupport"]),
-        .testTarget(name: "DaybookHTTPTests", dependencies: ["DaybookHTTP"]),
+        .testTarget(name: "DaybookHTTPTests", dependencies: ["DaybookHTTP", "DaybookTestSupport"]),
         // The read service's handler driven without a socket over real shard files: routes,
         // statuses, access, placement, the tokens file, the JSON and the metrics (promtool).
         .testTarget(name: "DaybookServeTests", dependencies: ["DaybookServe", "DaybookHTTP", "DaybookPipeline", "DaybookStore", "DaybookCore", "DaybookKafka", "DaybookSupport", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
-        // Per-test temporary directories and promtool, shared by the test targets (the seeded
+        // Per-test temporary directories, promtool and gzip, shared by the test targets (the seeded
         // random generator, SplitMix64, is DaybookSupport's).
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),

@@ -1,31 +1,12 @@
 import DaybookHTTP
+import DaybookTestSupport
 import Foundation
 import Testing
 
 /// Gzip bodies inflated by Debian's zlib within a limit: byte for byte what `gzip` packed,
 /// concatenated members, a bomb stopped at the limit, and damaged input refused.
 @Suite struct GunzipTests {
-    /// `data` packed by the system's gzip (a packer independent of the code under test).
-    static func gzip(_ data: [UInt8]) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-c", "-n"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        // Written from another thread: a large input would fill the pipe while gzip's output waits.
-        let writer = input.fileHandleForWriting
-        let bytes = Data(data)
-        DispatchQueue.global().async {
-            writer.write(bytes)
-            try? writer.close()
-        }
-        let packed = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return Array(packed)
-    }
+    static func gzip(_ data: [UInt8]) throws -> [UInt8] { try Gzip.pack(data) }
 
     @Test func inflatesWhatGzipPackedAndConcatenatedMembers() throws {
         let text = Array(#"{"anchor": 17, "added": [], "deleted": ["u1"]}"#.utf8)
