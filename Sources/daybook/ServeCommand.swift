@@ -167,7 +167,7 @@ enum ServeCommand: Subcommand {
             configuration.ingest?.close()
             throw CLIError(code: ExitCode.unavailable, message: error.message)
         }
-        printError("serve: listening on \(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(service.port ?? listen.port)\(configuration.tokens == nil ? " (no --tokens: loopback only)" : "")\(ingesting ? ", taking syncs into \(configuration.topic)" : ""); Ctrl-C stops")
+        printError("serve: listening on \(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(service.port ?? listen.port)\(configuration.tokens == nil ? " (no --tokens: loopback only)" : "")\(ingesting ? " (taking syncs into \(configuration.topic))" : ""); Ctrl-C stops")
         while !Shutdown.isRequested { usleep(100_000) }
         service.stop()
         printError("serve: stopped")
