@@ -260,7 +260,13 @@ public final class SyncIngest: Sendable {
         case .failed(_, let error):
             pending.remove(id)
             metrics.record(.undelivered, events: batch.events.count)
-            configuration.logger.warning("sync batch not queued: \(error)")
+            if error.isFatal {
+                // An idempotent producer that failed for good takes no more events: only a new
+                // one (a restart of the service) can.
+                configuration.logger.error("the sync producer failed for good and takes no more batches; restart the service: \(error)")
+            } else {
+                configuration.logger.warning("sync batch not queued: \(error)")
+            }
             respond(Self.undelivered(retryAfterSeconds: configuration.retryAfterSeconds))
         }
     }

@@ -49,7 +49,7 @@ import Testing
         let base: String
         let scratch = TemporaryDirectory()
 
-        init(_ change: (inout SyncIngestConfiguration) -> Void = { _ in }) throws {
+        init(threads: Int = 2, _ change: (inout SyncIngestConfiguration) -> Void = { _ in }) throws {
             broker = try EmbeddedBroker(topics: [
                 TopicDefinition(name: SyncIngestSocketTests.topic, partitions: SyncIngestSocketTests.partitions, replicationFactor: 1),
                 TopicDefinition(name: "health-samples.dlq", partitions: 1, replicationFactor: 1),
@@ -65,6 +65,7 @@ import Testing
             let tokens = try SyncIngestSocketTests.tokens()
             service = try fixture.service {
                 $0.port = 0
+                $0.threads = threads
                 $0.tokens = tokens
                 $0.ingest = ingest
             }
@@ -222,6 +223,29 @@ import Testing
         #expect(busy.body.contains(#""code":"busy""#))
         let fits = try await Self.post(base, user: "bob", token: "svc-token", #"{"anchor": 3, "deleted": ["x"]}"#)
         #expect(fits.body == #"{"anchor":"3","events":1,"partition":\#(Self.partition(of: "bob")),"offsets":[0,0]}"#)
+    }
+
+    @Test func aBatchWaitingForTheClusterHoldsNoServerThread() async throws {
+        // One server thread: were it held by the waiting batch, /healthz would be answered
+        // only after the batch's 503.
+        let running = try Running(threads: 1) { $0.deliveryTimeout = .seconds(3) }
+        try running.broker.setBrokerDown(1)
+        let order = Order()
+        let base = running.base
+        let waiting = Task {
+            let answer = try await Self.post(base, user: "ana", token: "ana-token", Self.batch(anchor: 5))
+            await order.note("sync \(answer.status)")
+        }
+        try await Task.sleep(for: .milliseconds(300))   // lets the sync arrive first (if not, the check below passes anyway)
+        let (_, health) = try await URLSession.shared.data(from: try #require(URL(string: base + "/healthz")))
+        await order.note("healthz \((health as? HTTPURLResponse)?.statusCode ?? 0)")
+        try await waiting.value
+        #expect(await order.events == ["healthz 200", "sync 503"])
+    }
+
+    actor Order {
+        var events: [String] = []
+        func note(_ event: String) { events.append(event) }
     }
 
     @Test func anUndeliveredBatchIsNotAcknowledgedAndItsRetryCountsOnce() async throws {
