@@ -225,6 +225,44 @@ import Testing
         #expect(fits.body == #"{"anchor":"3","events":1,"partition":\#(Self.partition(of: "bob")),"offsets":[0,0]}"#)
     }
 
+    /// The fault run of issue 29 in small: batches acknowledged before the broker freezes,
+    /// none acknowledged while it is frozen, the refused ones sent again once it answers, and
+    /// every user's day then counted once. Each user's batch: the watch 09:00–10:00 1000, the
+    /// phone 09:30–10:30 600 (10 a minute), alone only 10:00–10:30: 300. The day is 1300 (the
+    /// naive sum 1600), whatever reached the log twice.
+    @Test func aFrozenBrokerAcknowledgesNothingAndEveryAcknowledgedBatchIsCountedOnce() async throws {
+        let running = try Running { $0.deliveryTimeout = .seconds(1) }
+        let base = running.base
+        let users = (0..<6).map { "user-\($0)" }
+        let batch: @Sendable (String) -> String = { user in
+            #"{"anchor": 1, "added": ["#
+                + Self.sample("\(user)-w", "watch", "2024-03-02T09:00:00Z", "2024-03-02T10:00:00Z", 1000) + ","
+                + Self.sample("\(user)-p", "phone", "2024-03-02T09:30:00Z", "2024-03-02T10:30:00Z", 600) + "]}"
+        }
+        for user in users.prefix(3) {
+            let before = try await Self.post(base, user: user, token: "svc-token", batch(user))
+            #expect(before.status == 202, "\(before.body)")
+        }
+        // Frozen: every answer of the broker comes 4 s late, past the 1 s delivery timeout.
+        try running.broker.setBrokerDelay(1, milliseconds: 4_000)
+        let frozen = try await withThrowingTaskGroup(of: Int.self) { group in
+            for user in users.suffix(3) { group.addTask { try await Self.post(base, user: user, token: "svc-token", batch(user)).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(frozen == [503, 503, 503])
+        try running.broker.setBrokerDelay(1, milliseconds: 0)
+        for user in users.suffix(3) {
+            var answer = try await Self.post(base, user: user, token: "svc-token", batch(user))
+            var tries = 1
+            while answer.status == 503, tries < 30 {
+                answer = try await Self.post(base, user: user, token: "svc-token", batch(user))
+                tries += 1
+            }
+            #expect(answer.status == 202, "\(user): \(answer.body)")
+        }
+        for user in users { #expect(try running.projectedSteps(user) == ["2024-03-02": 1300], "\(user)") }
+    }
+
     @Test func aBatchWaitingForTheClusterHoldsNoServerThread() async throws {
         // One server thread: were it held by the waiting batch, /healthz would be answered
         // only after the batch's 503.
