@@ -8,7 +8,7 @@ import Foundation
 /// `daybook serve`: the read service over HTTP.
 enum ServeCommand: Subcommand {
     static let name = "serve"
-    static let abstract = "Answer reads of the shards over HTTP (JSON), routing each user to the member that owns them."
+    static let abstract = "Answer reads of the shards over HTTP (JSON), routing each user to the member that owns them; with --ingest, take phones' syncs into Kafka."
     static let usage = "serve --data DIR --listen HOST:PORT [--brokers B --group G --advertise URL] [--tokens FILE] [--ingest [--max-body BYTES] [--delivery-timeout SECONDS] [--sync-rate N] [--sync-burst N]] [--max-lag N] [--threads N] [--config FILE]"
     static let options = [
         SharedOptions.data("Directory of the shards (as given to project; read-only here)."),
@@ -71,9 +71,9 @@ enum ServeCommand: Subcommand {
     SIGINT/SIGTERM stop it: it stops listening and returns once no request is answered.
 
     EXIT CODES: 0 stopped; 64 usage (also a --listen off loopback without --tokens, a bad
-    --advertise, --ingest without --tokens); 66 DIR or the tokens file missing; 69 cannot listen on --listen, or Kafka unreachable within
-    --connect-timeout; 78 bad configuration or a malformed tokens file (the line is named,
-    never shown).
+    --advertise, --ingest without --tokens); 66 DIR or the tokens file missing; 69 cannot
+    listen on --listen, or Kafka unreachable within --connect-timeout; 78 bad configuration
+    or a malformed tokens file (the line is named, never shown).
 
     EXAMPLE:
       daybook serve --data /var/lib/daybook --listen 127.0.0.1:8080 &
