@@ -82,25 +82,28 @@ let package = Package(
         // libmicrohttpd from Debian (libmicrohttpd-dev), seen only by DaybookHTTP.
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // An HTTP/1.1 server for Daybook's endpoints: request and response values, the
-        // request-target taken apart (RequestTarget), and the server over libmicrohttpd
-        // (HTTPServer, answering at once or later through an HTTPResponder).
-        .target(name: "DaybookHTTP", dependencies: ["CMicroHTTPD"]),
+        // request-target taken apart (RequestTarget), the server over libmicrohttpd
+        // (HTTPServer, answering at once or later through an HTTPResponder), and gzip bodies
+        // inflated within a limit (Gunzip).
+        // zlib from Debian (zlib1g-dev), seen only by DaybookHTTP: gzip request bodies.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(name: "DaybookHTTP", dependencies: ["CMicroHTTPD", "CZlib"]),
         // Reads over HTTP (`daybook serve`): routes, access tokens, routing to the member that
-        // holds a user, and the JSON answers.
-        .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookKafka", "DaybookLog"]),
+        // holds a user, and the JSON answers; phones' syncs into Kafka (SyncIngest, `serve --ingest`).
+        .target(name: "DaybookServe", dependencies: ["DaybookHTTP", "DaybookCore", "DaybookSupport", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookKafka", "DaybookLog", "DaybookPublish"]),
         // The command line: parses arguments, calls a library, renders, maps typed errors to
         // sysexits codes and adds the CLI hints (the options and commands that fix them).
         .executableTarget(name: "daybook", dependencies: ["DaybookCore", "DaybookSupport", "DaybookConfiguration", "DaybookFiles", "DaybookKafka", "DaybookLog", "DaybookStore", "DaybookPipeline", "DaybookMetrics", "DaybookImport", "DaybookPublish", "DaybookBench", "DaybookImportFiles", "DaybookServe"]),
         .testTarget(name: "DaybookCoreTests", dependencies: ["DaybookCore", "DaybookSupport", "DaybookTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "DaybookSupportTests", dependencies: ["DaybookSupport"]),
-        .testTarget(name: "DaybookHTTPTests", dependencies: ["DaybookHTTP"]),
+        .testTarget(name: "DaybookHTTPTests", dependencies: ["DaybookHTTP", "DaybookTestSupport"]),
         // The read service's handler driven without a socket over real shard files: routes,
         // statuses, access, placement, the tokens file, the JSON and the metrics (promtool).
         .testTarget(name: "DaybookServeTests", dependencies: ["DaybookServe", "DaybookHTTP", "DaybookPipeline", "DaybookStore", "DaybookCore", "DaybookKafka", "DaybookSupport", "DaybookTestSupport"]),
         .testTarget(name: "DaybookConfigurationTests", dependencies: ["DaybookConfiguration", "DaybookCore", "DaybookKafka", "DaybookTestSupport"]),
         .testTarget(name: "DaybookFilesTests", dependencies: ["DaybookFiles", "DaybookTestSupport"]),
         .testTarget(name: "DaybookKafkaTests", dependencies: ["DaybookKafka", "DaybookCore", "DaybookLog"]),
-        // Per-test temporary directories and promtool, shared by the test targets (the seeded
+        // Per-test temporary directories, promtool and gzip, shared by the test targets (the seeded
         // random generator, SplitMix64, is DaybookSupport's).
         .target(name: "DaybookTestSupport", path: "Tests/DaybookTestSupport"),
         .testTarget(name: "DaybookStoreTests", dependencies: ["DaybookStore", "DaybookCore", "DaybookSupport", "DaybookTestSupport"]),

@@ -33,6 +33,13 @@ public final class EmbeddedBroker {
     public func setBrokerDown(_ id: Int32) throws(KafkaError) { try cluster.setBroker(id, up: false) }
     public func setBrokerUp(_ id: Int32) throws(KafkaError) { try cluster.setBroker(id, up: true) }
 
+    /// Makes broker `id` answer every request `milliseconds` late (0 undoes it): a frozen
+    /// broker whose connections stay open, as a SIGSTOPped process's do, with requests
+    /// sent meanwhile still answered in the end.
+    public func setBrokerDelay(_ id: Int32, milliseconds: Int32) throws(KafkaError) {
+        try cluster.setBrokerRoundTrip(id, milliseconds: milliseconds)
+    }
+
     /// Moves the leadership of a partition to broker `id`.
     public func setLeader(topic: String, partition: Int32, broker id: Int32) throws(KafkaError) {
         try cluster.setPartitionLeader(topic, partition, broker: id)

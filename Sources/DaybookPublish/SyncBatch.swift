@@ -59,8 +59,11 @@ public struct SyncBatch: Sendable {
     /// - Parameters:
     ///   - bytes: the batch's JSON, not necessarily UTF-8 (bytes that are not are refused,
     ///     never replaced: two user ids must not become one).
+    ///   - pathUser: the user the batch is for when the transport names it (an HTTP path):
+    ///     the body's `user` may then be left out, and is refused if it names another.
     ///   - maximumMessageBytes: the largest event message the cluster accepts.
-    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, maximumMessageBytes: Int = defaultMaximumMessageBytes) -> Result<SyncBatch, Rejection> {
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, user pathUser: String? = nil,
+                              maximumMessageBytes: Int = defaultMaximumMessageBytes) -> Result<SyncBatch, Rejection> {
         var integers: [String: Int64]? = [:]
         var texts: [String: String]? = [:]
         let parsed: Result<JSONValue, JSONSyntaxError> = Result { () throws(JSONSyntaxError) in
@@ -84,8 +87,17 @@ public struct SyncBatch: Sendable {
         guard let anchor = Self.anchor(batch["anchor"]) else {
             return .failure(Rejection(anchor: nil, field: "anchor", reason: "missing, or not a number or a string without spaces"))
         }
-        guard case .string(let user)? = batch["user"] else {
-            return .failure(Rejection(anchor: anchor, field: "user", reason: "missing or not a string"))
+        let user: String
+        if let pathUser {
+            if let given = batch["user"], given != .string(pathUser) {
+                return .failure(Rejection(anchor: anchor, field: "user", reason: "names another user than the path; leave it out, or send the path's"))
+            }
+            user = pathUser
+        } else {
+            guard case .string(let named)? = batch["user"] else {
+                return .failure(Rejection(anchor: anchor, field: "user", reason: "missing or not a string"))
+            }
+            user = named
         }
         var events: [Event] = []
         var fields: [String] = []

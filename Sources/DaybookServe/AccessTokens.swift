@@ -94,16 +94,29 @@ public struct AccessTokens: Sendable {
         }
     }
 
+    /// The holder of a known token: what it may read, and which line of the file it is
+    /// (what per-token state, such as a rate limit, is kept under: never the token itself).
+    public struct Caller: Sendable, Equatable {
+        public var scope: Scope
+        /// The token's entry, 0-based among the file's tokens.
+        public var entry: Int
+    }
+
     /// The scope of the token in `authorization` (an `Authorization` header's value); nil
     /// when it is missing, not `Bearer`, or unknown. Every digest is compared, in constant
     /// time, so the time taken does not tell which (or whether one) matched.
-    public func scope(authorization: String?) -> Scope? {
+    public func scope(authorization: String?) -> Scope? { caller(authorization: authorization)?.scope }
+
+    /// The caller whose token is in `authorization`; nil as for `scope(authorization:)`.
+    public func caller(authorization: String?) -> Caller? {
         guard let authorization else { return nil }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let presented = SHA256.digest(parts[1].trimmingCharacters(in: .whitespaces).utf8)
-        var found: Scope?
-        for entry in entries where SHA256.constantTimeEqual(entry.digest, presented) && found == nil { found = entry.scope }
+        var found: Caller?
+        for (index, entry) in entries.enumerated() where SHA256.constantTimeEqual(entry.digest, presented) && found == nil {
+            found = Caller(scope: entry.scope, entry: index)
+        }
         return found
     }
 
@@ -115,12 +128,21 @@ public struct AccessTokens: Sendable {
     /// and they tell only whether this process answers and keeps up, nothing of any user.
     /// `/metrics` needs a service token (`*`): request counts by route are the service's
     /// business, and Prometheus sends a bearer token with `authorization` in its scrape config.
+    ///
+    /// A sync (`POST /v1/users/{user}/syncs`) is the same: a user's token posts for that user
+    /// only, and a service token (`*`) for any user, as a phone app's backend does for its
+    /// users (each token with its own rate limit).
     public func refusal(of route: ReadRoute, authorization: String?) -> ReadError? {
+        refusal(of: route, caller: caller(authorization: authorization), authorization: authorization)
+    }
+
+    /// As `refusal(of:authorization:)`, for a caller already looked up.
+    public func refusal(of route: ReadRoute, caller: Caller?, authorization: String?) -> ReadError? {
         switch route {
         case .health, .ready: return nil
-        case .metrics, .totals, .explain: break
+        case .metrics, .totals, .explain, .sync: break
         }
-        guard let scope = scope(authorization: authorization) else {
+        guard let scope = caller?.scope else {
             return ReadError(status: 401, code: "unauthorized",
                              message: authorization == nil ? "this service needs a token: send Authorization: Bearer TOKEN" : "the token is not accepted (unknown, or not sent as Authorization: Bearer TOKEN)",
                              headers: [HTTPHeader("WWW-Authenticate", "Bearer realm=\"daybook\"")])
@@ -131,6 +153,7 @@ public struct AccessTokens: Sendable {
         case (.user, nil):
             return ReadError(status: 403, code: "forbidden", message: "this token reads one user's data; /metrics needs a service token (* in the tokens file)")
         case (.user, _?):
+            if case .sync = route { return ReadError(status: 403, code: "forbidden", parameter: "user", message: "this token may not sync this user's data") }
             return ReadError(status: 403, code: "forbidden", parameter: "user", message: "this token may not read this user's data")
         }
     }

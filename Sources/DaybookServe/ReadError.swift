@@ -9,7 +9,9 @@ import DaybookSupport
 public struct ReadError: Error, Sendable, Equatable {
     public var status: Int
     /// `bad_parameter`, `bad_path`, `not_found`, `method_not_allowed`, `unauthorized`,
-    /// `forbidden`, `not_owner`, `unavailable`, `not_implemented`, `not_ready`, `internal`.
+    /// `forbidden`, `not_owner`, `unavailable`, `not_implemented`, `not_ready`, `internal`; for
+    /// syncs also `bad_batch`, `bad_body`, `too_large`, `unsupported_media_type`,
+    /// `rate_limited` and `busy`.
     public var code: String
     public var parameter: String?
     public var message: String

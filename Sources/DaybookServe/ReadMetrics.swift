@@ -28,7 +28,8 @@ final class ReadMetrics: Sendable {
 
     /// The exposition text, with `lags` (partition → lag, nil when the log end is not known)
     /// and `offsets` (partition → the shard's next offset) as gauges.
-    func text(offsets: [Int32: Int64], lags: [Int32: Int64]) -> String {
+    /// `more` adds series of its own (the sync endpoint's).
+    func text(offsets: [Int32: Int64], lags: [Int32: Int64], more: (inout MetricsText) -> Void = { _ in }) -> String {
         let (requests, latency) = state.withLock { ($0.requests, $0.latency) }
         var m = MetricsText()
         m.gauge("daybook_serve_up", help: "1 while the read service answers.", value: 1)
@@ -47,6 +48,7 @@ final class ReadMetrics: Sendable {
             m.gauge("daybook_serve_shard_lag_messages", help: "Messages in the log not yet in the shard, per partition whose log end is known.", value: lag,
                     labels: ["partition": String(partition)])
         }
+        more(&m)
         m.gauge("daybook_serve_uptime_seconds", help: "Seconds since the read service started.", value: (ContinuousClock.now - started).seconds)
         return m.text
     }

@@ -54,6 +54,8 @@ public enum ReadRoute: Sendable, Equatable {
     case ready
     /// `/metrics`: Prometheus text.
     case metrics
+    /// `POST /v1/users/{user}/syncs`: a phone's sync batch for `user` (`SyncIngest`).
+    case sync(user: String)
 
     /// The longest range a totals read may span: a leap year.
     public static let maximumDays = 366
@@ -66,6 +68,7 @@ public enum ReadRoute: Sendable, Equatable {
         case .health: "healthz"
         case .ready: "readyz"
         case .metrics: "metrics"
+        case .sync: "syncs"
         }
     }
 
@@ -74,6 +77,7 @@ public enum ReadRoute: Sendable, Equatable {
         switch self {
         case .totals(let q): q.user
         case .explain(let q): q.key.user
+        case .sync(let user): user
         case .health, .ready, .metrics: nil
         }
     }
@@ -84,13 +88,14 @@ public enum ReadRoute: Sendable, Equatable {
         switch segments.count {
         case 1 where ["healthz", "readyz", "metrics"].contains(segments[0]): segments[0]
         case 4 where segments[0] == "v1" && segments[1] == "users" && segments[3] == "totals": "totals"
+        case 4 where segments[0] == "v1" && segments[1] == "users" && segments[3] == "syncs": "syncs"
         case 6 where segments[0] == "v1" && segments[1] == "users" && segments[3] == "days" && segments[5] == "explain": "explain"
         default: "other"
         }
     }
 
     /// Routes `request`: the path picks the route (404 for no route), the method must be
-    /// GET (405 with `Allow: GET`), and its parameters are checked (400 naming the one at
+    /// the route's, GET or (syncs) POST (405 with `Allow`), and its parameters are checked (400 naming the one at
     /// fault and what it accepts). An unknown query parameter is refused too, so that a
     /// misspelt `form=` is not silently a different question.
     public init(_ request: HTTPRequest) throws(ReadError) {
@@ -103,17 +108,22 @@ public enum ReadRoute: Sendable, Equatable {
         let route = Self.name(ofPath: target.segments)
         guard route != "other" else {
             throw ReadError(status: 404, code: "not_found",
-                            message: "no such resource; the routes are GET /v1/users/{user}/totals, GET /v1/users/{user}/days/{day}/explain, /healthz, /readyz and /metrics")
+                            message: "no such resource; the routes are GET /v1/users/{user}/totals, GET /v1/users/{user}/days/{day}/explain, POST /v1/users/{user}/syncs, /healthz, /readyz and /metrics")
         }
-        guard request.method == "GET" else {
-            throw ReadError(status: 405, code: "method_not_allowed", message: "\(ReadError.shown(request.method)) is not allowed here; this resource answers GET",
-                            headers: [HTTPHeader("Allow", "GET")])
+        let method = route == "syncs" ? "POST" : "GET"
+        guard request.method == method else {
+            throw ReadError(status: 405, code: "method_not_allowed", message: "\(ReadError.shown(request.method)) is not allowed here; this resource answers \(method)",
+                            headers: [HTTPHeader("Allow", method)])
         }
         var query = QueryItems(target.items)
         switch route {
         case "healthz": try query.checkNoneLeft(); self = .health
         case "readyz": try query.checkNoneLeft(); self = .ready
         case "metrics": try query.checkNoneLeft(); self = .metrics
+        case "syncs":
+            let user = try Self.user(target.segments[2])
+            try query.checkNoneLeft()
+            self = .sync(user: user)
         case "totals":
             let user = try Self.user(target.segments[2])
             let metric = try query.metric()

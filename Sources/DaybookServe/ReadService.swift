@@ -34,6 +34,9 @@ public struct ReadServiceConfiguration: Sendable {
     public var model: (any ReadModel)?
     /// Where failures the client is not told the details of go (never a token). Default: silent.
     public var logger: Logger = .silent
+    /// Takes phones' syncs (`POST /v1/users/{user}/syncs`); nil: that route answers 501.
+    /// Needs `tokens`. `stop()` closes it.
+    public var ingest: SyncIngest?
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
 }
@@ -43,6 +46,8 @@ public struct ReadServiceError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// A non-loopback address without tokens: anyone on the network could read every user.
         case unauthenticatedListen
+        /// Syncs without tokens: anyone could write any user's data.
+        case unauthenticatedIngest
         /// The server did not start (the port is taken, the address is not this host's).
         case server
     }
@@ -72,8 +77,11 @@ public final class ReadService: Sendable {
     private let rolesCache = Mutex<(at: ContinuousClock.Instant, roles: ProjectorRoles?)?>(nil)
 
     /// Checks `configuration`: a `host` other than loopback without `tokens` is refused
-    /// (`.unauthenticatedListen`).
+    /// (`.unauthenticatedListen`), and so is an `ingest` without `tokens` (`.unauthenticatedIngest`).
     public init(_ configuration: ReadServiceConfiguration) throws(ReadServiceError) {
+        if configuration.ingest != nil, configuration.tokens == nil {
+            throw ReadServiceError(kind: .unauthenticatedIngest, message: "taking syncs without tokens would let anyone who reaches the service write any user's data: give a tokens file")
+        }
         if configuration.tokens == nil, !Self.isLoopback(configuration.host) {
             throw ReadServiceError(kind: .unauthenticatedListen, message: "listening on \(configuration.host) without tokens would let anyone who reaches it read every user's data: give a tokens file, or listen on loopback (127.0.0.1, ::1) behind a proxy that authenticates")
         }
@@ -94,9 +102,12 @@ public final class ReadService: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.threads = configuration.threads
+        if let ingest = configuration.ingest { http.maxBodyBytes = max(http.maxBodyBytes, ingest.configuration.maxBodyBytes) }
         let started: HTTPServer
         do {
-            started = try HTTPServer(http) { [self] request in self.handle(request) }
+            started = try HTTPServer(http, asyncHandler: { [self] request, responder in
+                self.handle(request) { responder.respond($0) }
+            })
         } catch {
             // The server's messages name the address already ("cannot listen on 127.0.0.1:8080: …").
             throw ReadServiceError(kind: .server, message: error.message)
@@ -107,19 +118,42 @@ public final class ReadService: Sendable {
     /// The port listened on; nil before `start`.
     public var port: UInt16? { server.withLock { $0?.port } }
 
-    /// Stops listening; returns when no request is being answered.
+    /// Stops listening; returns when no request is being answered. Then closes the ingest
+    /// (batches still waiting for the cluster are answered 503).
     public func stop() {
         let running = server.withLock { server -> HTTPServer? in
             defer { server = nil }
             return server
         }
         running?.stop()
+        configuration.ingest?.close()
     }
 
     // MARK: Answering
 
-    /// Answers one request: routed, authorized, placed, read, rendered; never throws, never
-    /// traps on what a client sends.
+    /// Answers one request through `respond`: a read at once (as `handle(_:)`), a sync once
+    /// its batch is delivered or refused (`SyncIngest`), from another thread.
+    public func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        let clock = ContinuousClock.now
+        if let ingest = configuration.ingest, let tokens = configuration.tokens,
+           case .sync(let user)? = try? ReadRoute(request) {
+            let authorization = request.header("Authorization")
+            let caller = tokens.caller(authorization: authorization)
+            let metrics = self.metrics
+            let answer: @Sendable (HTTPResponse) -> Void = { response in
+                metrics.record(route: "syncs", code: response.status, seconds: (ContinuousClock.now - clock).seconds)
+                respond(response)
+            }
+            if let refusal = tokens.refusal(of: .sync(user: user), caller: caller, authorization: authorization) { return answer(refusal.response) }
+            guard let caller else { return answer(ReadError(status: 500, code: "internal", message: "no caller for an accepted token").response) }
+            return ingest.handle(request, user: user, caller: caller, respond: answer)
+        }
+        respond(handle(request))
+    }
+
+    /// Answers one request at once: routed, authorized, placed, read, rendered; never throws,
+    /// never traps on what a client sends. A sync is answered only by
+    /// `handle(_:respond:)` (here: 501 with an ingest, as without one).
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         let clock = ContinuousClock.now
         var routeName = "other"
@@ -147,7 +181,10 @@ public final class ReadService: Sendable {
             return readiness()
         case .metrics:
             let offsets = (try? model.nextOffsets()) ?? [:]
-            return .text(200, metrics.text(offsets: offsets, lags: lags(offsets)), type: "text/plain; version=0.0.4; charset=utf-8")
+            let ingest = configuration.ingest
+            return .text(200, metrics.text(offsets: offsets, lags: lags(offsets)) { ingest?.renderMetrics(into: &$0) }, type: "text/plain; version=0.0.4; charset=utf-8")
+        case .sync:
+            throw ReadError(status: 501, code: "not_implemented", message: "this service takes no syncs: it was started without an ingest (SyncIngest)")
         case .totals(let q):
             let (partition, role) = try place(user: q.user, target: target, staleOK: q.staleOK)
             switch q.bucket {

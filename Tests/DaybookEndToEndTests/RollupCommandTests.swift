@@ -150,7 +150,7 @@ struct Daybook {
     /// docker-compose.yml runs the binary with files that exist and a configuration it accepts.
     @Test func composeReferencesRealFilesAndAValidConfiguration() throws {
         let compose = try String(contentsOf: Daybook.root.appendingPathComponent("docker-compose.yml"), encoding: .utf8)
-        for needed in ["./config/compose.json", "./topics", "apache/kafka", "KAFKA_PROCESS_ROLES: broker,controller", "\"project\"", "\"topics\""] {
+        for needed in ["./config/compose.json", "./topics", "apache/kafka", "KAFKA_PROCESS_ROLES: broker,controller", "\"project\"", "\"topics\"", "\"--ingest\""] {
             #expect(compose.contains(needed), "docker-compose.yml lacks \(needed)")
         }
         // Both shipped configurations load (the compose one names the in-network broker).

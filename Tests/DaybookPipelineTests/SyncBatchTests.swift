@@ -36,6 +36,24 @@ import Testing
         }
     }
 
+    /// Issue 29: over HTTP the user is the path's. The body may leave `user` out or repeat
+    /// it; naming another user is refused, so a token for ana cannot post bob's samples
+    /// inside ana's URL.
+    @Test func theUserOfThePathIsTheBatchsUser() throws {
+        let body = { (user: String) in Array(#"{\#(user)"anchor":"5","added":[\#(Self.sample("p1", 9, 100))],"deleted":["p0"]}"#.utf8) }
+        for given in ["", #""user":"ana","#] {
+            let batch = try body(given).withUnsafeBufferPointer { SyncBatch.decode($0, user: "ana") }.get()
+            #expect(batch.user == "ana" && batch.events.map(\.user) == ["ana", "ana"])
+            #expect(batch.lines.allSatisfy { String(decoding: $0, as: UTF8.self).contains(#""user":"ana""#) })
+        }
+        let other = try #require(Self.rejection(body(#""user":"bob","#).withUnsafeBufferPointer { SyncBatch.decode($0, user: "ana") }))
+        #expect(other.anchor == "5" && other.field == "user", "\(other)")
+        let number = try #require(Self.rejection(body(#""user":7,"#).withUnsafeBufferPointer { SyncBatch.decode($0, user: "ana") }))
+        #expect(number.field == "user", "\(number)")
+        // Without a path user the body must name one, as before.
+        #expect(Self.rejection(Self.decode(body(""))).map(\.field) == "user")
+    }
+
     /// Issue 25, item 3: what validation refuses is a rejection (never "not delivered"),
     /// including deletions, whose user and uuid were never checked before.
     @Test func aDeletionOnlyBatchIsValidatedToo() throws {

@@ -31,6 +31,13 @@ final class RDKafkaMockCluster {
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "setting broker \(id) \(up ? "up" : "down")", kind: .broker) }
     }
 
+    /// Delays every response of broker `id` by `milliseconds` (0: none): a broker that
+    /// answers late, or not at all for a while (frozen), while its connections stay open.
+    func setBrokerRoundTrip(_ id: Int32, milliseconds: Int32) throws(KafkaError) {
+        let code = rd_kafka_mock_broker_set_rtt(cluster, id, milliseconds)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "delaying broker \(id)", kind: .broker) }
+    }
+
     func setPartitionLeader(_ topic: String, _ partition: Int32, broker: Int32) throws(KafkaError) {
         let code = rd_kafka_mock_partition_set_leader(cluster, topic, partition, broker)
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, "moving leader of \(topic)[\(partition)]", kind: .broker) }
