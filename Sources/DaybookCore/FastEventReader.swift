@@ -116,10 +116,22 @@ enum FastEventReader {
     /// A string value without escapes or control characters, or nil (the caller gives up)
     /// for anything else. Bytes of 0x80 and above are checked by `id`.
     private static func text(_ r: inout JSONParser.Reader) -> Text? {
-        guard r.i < r.bytes.count, r.bytes[r.i] == 34 else { return nil }
+        guard r.i < r.bytes.count, r.bytes[r.i] == 34, let base = r.bytes.baseAddress else { return nil }
         let start = r.i + 1
         var i = start
         var high: UInt8 = 0
+        // Eight bytes at a time while none of them is a quote, a backslash or a control
+        // character (each found by the classic "has a zero byte" test on the word); the word
+        // that holds one, and the tail, go byte by byte below, which decides as before.
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        while i + 8 <= r.bytes.count {
+            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+            let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((w &- ones &* 0x20) & ~w)
+            guard special & highs == 0 else { break }
+            if w & highs != 0 { high = 0x80 }
+            i += 8
+        }
         while i < r.bytes.count {
             let c = r.bytes[i]
             if c == 34 {

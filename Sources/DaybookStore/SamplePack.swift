@@ -355,9 +355,12 @@ enum SamplePack {
     /// the reading of another pack, never a wrong answer.
     static func hash(user: String, uuid: String) -> Int64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        // Over the strings' own UTF-8 buffers (a native String hands its storage over without
+        // a copy): the same bytes as `.utf8`, without the view's per-byte bookkeeping.
+        var user = user, uuid = uuid
+        user.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
         h = (h ^ 0xff) &* 0x100_0000_01b3
-        for b in uuid.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        uuid.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
         // A finaliser, so that uuids differing in their last characters spread over the key space.
         h ^= h >> 33
         h = h &* 0xff51_afd7_ed55_8ccd

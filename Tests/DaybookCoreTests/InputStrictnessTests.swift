@@ -87,6 +87,42 @@ import Testing
         #expect(decode(line) == general(line))
     }
 
+    /// The fast reader scans strings eight bytes at a time and a word holding a quote, a
+    /// backslash or a control character byte by byte: at every place in a uuid of 1 to 24
+    /// bytes (so at every place in a word, in the last partial word and across words), an
+    /// escape or a control character makes it give up and the general reader decide, and DEL
+    /// or a two-byte letter is read into the same event as the general reader's.
+    @Test func theWordScanDecidesAtEveryPlaceInAString() {
+        let specials: [(bytes: [UInt8], fastReads: Bool)] = [
+            ([0x5C, 0x22], false), ([0x5C, 0x6E], false), ([0x5C, 0x75, 0x30, 0x30, 0x34, 0x31], false), // \" \n \u0041
+            ([0x01], false), ([0x1F], false), ([0x09], false),                                            // control characters
+            ([0x7F], true), ([0xC3, 0xA9], true), ([0x20], true),                                          // DEL, é, a space
+        ]
+        var checked = 0
+        for length in 1...24 {
+            for place in 0..<length {
+                for special in specials {
+                    var uuid = Array(repeating: UInt8(ascii: "u"), count: length - 1)
+                    uuid.insert(contentsOf: special.bytes, at: place)
+                    let line = Self.bytes(replacing: "\"a1\"", with: [0x22] + uuid + [0x22])
+                    let fast: Event? = line.withUnsafeBufferPointer { b in
+                        var zones = ZoneMemo()
+                        return FastEventReader.event(b, zones: &zones)
+                    }
+                    let tree = general(line)
+                    if special.fastReads {
+                        #expect(fast != nil && tree == .success(fast!), "\(uuid)")
+                    } else {
+                        #expect(fast == nil, "\(uuid)")
+                    }
+                    #expect(decode(line) == tree, "\(uuid)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 300 * 9)
+    }
+
     @Test func twoUsersThatDifferOnlyInInvalidBytesAreNeverMerged() {
         for bad: UInt8 in [0xFE, 0xFF] {
             let line = Self.bytes(replacing: "\"ana\"", with: [0x22, 0x61, bad, 0x22])
