@@ -49,6 +49,40 @@ import Testing
         return out
     }
 
+    /// librdkafka's mock thread must never take SIGINT/SIGTERM: one delivered to it ends its
+    /// poll loop (EINTR), and the cluster then neither answers nor shuts down — `daybook
+    /// broker` sent SIGTERM while stopped hung for good after SIGCONT. Every `rdk:mock` thread
+    /// of this process (other suites' clusters too) must have both blocked.
+    @Test func mockClusterThreadBlocksTerminationSignals() throws {
+        // Made from a thread that takes both, as `daybook broker`'s main thread does
+        // (`Shutdown.install`); the test runner's threads block them already.
+        var termination = sigset_t(), previous = sigset_t()
+        sigemptyset(&termination)
+        sigaddset(&termination, SIGINT)
+        sigaddset(&termination, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &termination, &previous)
+        let made = Result { try Self.broker() }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        let broker = try made.get()
+        let wanted = (UInt64(1) << UInt64(SIGINT - 1)) | (UInt64(1) << UInt64(SIGTERM - 1))
+        var mockThreads = 0
+        withExtendedLifetime(broker) {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            for task in tasks {
+                // A thread of another test may end while it is read: skip what cannot be read.
+                guard let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+                      name.hasPrefix("rdk:mock"),
+                      let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8),
+                      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+                      let blocked = UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+                else { continue }
+                mockThreads += 1
+                #expect(blocked & wanted == wanted, "rdk:mock thread \(task) does not block SIGINT and SIGTERM (SigBlk \(line.dropFirst(7)))")
+            }
+        }
+        #expect(mockThreads >= 1, "no rdk:mock thread found in /proc/self/task")
+    }
+
     @Test func roundTripKeepsEachUsersOrderInOnePartition() throws {
         let broker = try Self.broker(partitions: 4)
         var reports: [DeliveryReport] = []

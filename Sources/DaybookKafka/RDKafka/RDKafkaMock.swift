@@ -1,5 +1,8 @@
 import CRdKafka
 import DaybookLog
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// librdkafka's mock cluster: real Kafka protocol listeners on 127.0.0.1, in this process.
 final class RDKafkaMockCluster {
@@ -10,7 +13,20 @@ final class RDKafkaMockCluster {
     init(brokers: Int, logger: Logger) throws(KafkaError) {
         // The cluster needs a handle for its bookkeeping; it never connects anywhere.
         client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, properties: ["log_level": "3"], callbacks: ClientCallbacks(logger: logger))
-        guard let cluster = rd_kafka_mock_cluster_new(client.handle, Int32(brokers)) else {
+        // The cluster's thread (rdk:mock) inherits this thread's signal mask, and unlike
+        // librdkafka's client threads it does not block signals itself: a SIGINT/SIGTERM the
+        // kernel delivers to it interrupts its poll(), and the thread ends ("Mock cluster failed
+        // to poll N fds: Interrupted system call") — the cluster stops answering, and
+        // rd_kafka_mock_cluster_destroy waits for it forever. The kernel picks that thread when
+        // the main thread cannot take the signal, e.g. one sent while the process is stopped
+        // (SIGSTOP, then SIGTERM, then SIGCONT hung `daybook broker` in 2 runs of 5). So it is
+        // created with every signal blocked; this thread's mask is restored at once.
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        let created = rd_kafka_mock_cluster_new(client.handle, Int32(brokers))
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        guard let cluster = created else {
             throw KafkaError(.broker, "could not start a mock cluster of \(brokers) brokers (ports in use?)")
         }
         self.cluster = cluster
