@@ -1,3 +1,5 @@
+import DaybookSupport
+
 /// The incremental state of the rollup: live samples and tombstones, indexed so that one
 /// event can be applied and only the days it touches recomputed.
 ///
@@ -456,7 +458,7 @@ public final class Ledger {
     }
 
     private func intern(source: String) -> Int32 {
-        if let id = recentSources.id(of: source) { return id }
+        if let id = recentSources.value(of: source) { return id }
         if let id = sourceIDs[source] {
             recentSources.note(source, id)
             return id
@@ -469,7 +471,7 @@ public final class Ledger {
     }
 
     private func intern(zone: String) -> Int32 {
-        if let id = recentZones.id(of: zone) { return id }
+        if let id = recentZones.value(of: zone) { return id }
         if let id = zoneIDs[zone] {
             recentZones.note(zone, id)
             return id
@@ -482,8 +484,8 @@ public final class Ledger {
 
     /// The last few sources and zones interned: a batch names a handful over and over, and
     /// comparing a few short strings costs less than hashing one.
-    private var recentSources = RecentNames()
-    private var recentZones = RecentNames()
+    private var recentSources = RecentNames<Int32>(capacity: 4)
+    private var recentZones = RecentNames<Int32>(capacity: 4)
 
     /// Source id → rank (0 is best) for one metric.
     private func rankTable(for metric: Metric) -> [Int32] {
@@ -710,30 +712,6 @@ private final class UserState {
         var bytes = 256 + uuids.count * 96
         for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 48 }
         return bytes
-    }
-}
-
-/// The last four names an interning table answered, each with its id, compared before the
-/// table is hashed.
-struct RecentNames {
-    private var names: [String] = []
-    private var ids: [Int32] = []
-    private var next = 0
-
-    func id(of name: String) -> Int32? {
-        for i in names.indices where names[i] == name { return ids[i] }
-        return nil
-    }
-
-    mutating func note(_ name: String, _ id: Int32) {
-        if names.count < 4 {
-            names.append(name)
-            ids.append(id)
-        } else {
-            names[next] = name
-            ids[next] = id
-            next = (next + 1) % 4
-        }
     }
 }
 

@@ -100,7 +100,7 @@ final class PartitionWorker {
         let messages = stopOffset.map { stop in messages.prefix { $0.offset < stop } } ?? messages
         let decoder = EventDecoder()
         var zones = ZoneMemo()
-        var homeUsers: [String] = []
+        var homeUsers = RecentNames<Void>(capacity: 8)
         for message in messages {
             guard message.offset >= from else {
                 skipped += 1 // already in the shard or the batch (redelivered after a seek or rebalance)
@@ -130,14 +130,13 @@ final class PartitionWorker {
                 }
                 // A partition's messages name a few users over and over: those already found at
                 // home are compared, not hashed again.
-                if let placement, !homeUsers.contains(event.user) {
+                if let placement, homeUsers.value(of: event.user) == nil {
                     if let reason = Self.misplacement(of: event.user, in: partition, placement) {
                         stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                                   reason: reason, code: "wrong_partition"))
                         continue
                     }
-                    if homeUsers.count == 8 { homeUsers.removeFirst() }
-                    homeUsers.append(event.user)
+                    homeUsers.note(event.user, ())
                 }
                 staged.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
                 stagedBytes += Self.stagedSize(of: event)

@@ -106,13 +106,14 @@ extension Shard {
         var longest: Int64 = 0
         let upsertHashes = upserts.map { uuidHash($0.sample.user, $0.sample.uuid) }
         let deleteHashes = deletes.map { uuidHash($0.user, $0.uuid) }
+        let vouched = upserts.indices.map { $0 < storeLacks.count && storeLacks[$0] }
         // The uuids the ledger could not vouch for are looked up in the index together.
         var unvouched = deleteHashes
-        for i in upserts.indices where !(i < storeLacks.count && storeLacks[i]) { unvouched.append(upsertHashes[i]) }
+        for i in upserts.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
         for (i, (s, seq)) in upserts.enumerated() {
             let hash = upsertHashes[i]
-            let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash, storeLacks: i < storeLacks.count && storeLacks[i])
+            let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash, storeLacks: vouched[i])
             if let old = place.pack { work.remove(s.uuid, of: s.user, from: old, hash: hash) }
             if place.tombstoned { try work.dropTombstone(user: s.user, uuid: s.uuid, hash: hash) }
             let key = PackKey(user: s.user, metric: s.metric.storageCode, day: SamplePack.day(ofStart: s.start.nanoseconds))
@@ -215,16 +216,6 @@ extension Shard {
     static let placesOfFew = placesQuery(placesSmallChunk)
     static func placesQuery(_ n: Int) -> String {
         "SELECT hash, place FROM sample_days WHERE hash IN (" + Array(repeating: "?", count: n).joined(separator: ", ") + ")"
-    }
-
-    /// The places (`place(metric:day:)`) `sample_days` names for `hash`.
-    func places(ofHash hash: Int64) throws -> [Int64] {
-        let read = try database.statement("SELECT place FROM sample_days WHERE hash = ?")
-        try read.bind(1, hash)
-        defer { read.reset() }
-        var out: [Int64] = []
-        while try read.step() { out.append(read.int64(0)) }
-        return out
     }
 
     func isTombstoned(user: String, uuid: String) throws -> Bool {
@@ -338,7 +329,8 @@ struct PackWork {
         var place = Place(pack: nil, tombstoned: false)
         if storeLacks { return place }
         var maybeTombstoned = false
-        for spot in try prefetched[hash] ?? shard.places(ofHash: hash) {
+        // A hash not asked ahead is asked alone (every caller asks ahead today).
+        for spot in try prefetched[hash] ?? shard.places(ofHashes: [hash])[hash] ?? [] {
             if spot == Shard.tombstonePlace {
                 maybeTombstoned = true
                 continue

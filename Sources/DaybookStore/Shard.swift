@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 import Foundation
 
 /// One partition's read model in one SQLite file: its live samples and tombstones, the
@@ -415,12 +416,11 @@ public final class Shard {
             let addName = try database.statement("INSERT INTO names (name) VALUES (?)")
             // A batch names a handful of sources and zones over and over: the last few are
             // compared before the dictionary is hashed.
-            var recent: [(name: String, id: Int64)] = []
+            var recent = RecentNames<Int64>(capacity: 4)
             func id(_ name: String) throws -> Int64 {
-                for entry in recent where entry.name == name { return entry.id }
+                if let id = recent.value(of: name) { return id }
                 if let id = ids[name] {
-                    if recent.count == 4 { recent.removeFirst() }
-                    recent.append((name, id))
+                    recent.note(name, id)
                     return id
                 }
                 try addName.bind(1, name)
