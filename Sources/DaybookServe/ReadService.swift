@@ -135,7 +135,8 @@ public final class ReadService: Sendable {
     /// its batch is delivered or refused (`SyncIngest`), from another thread.
     public func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let clock = ContinuousClock.now
-        if let ingest = configuration.ingest, let tokens = configuration.tokens,
+        // Only a POST can be a sync: a read is routed once, by `handle(_:)`.
+        if request.method == "POST", let ingest = configuration.ingest, let tokens = configuration.tokens,
            case .sync(let user)? = try? ReadRoute(request) {
             let authorization = request.header("Authorization")
             let caller = tokens.caller(authorization: authorization)

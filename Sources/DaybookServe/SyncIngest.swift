@@ -155,8 +155,7 @@ public final class SyncIngest: Sendable {
             case .accept(let partition, let first, let last):
                 let seconds = (ContinuousClock.now - entry.arrived).seconds
                 metrics.record(.accepted, events: entry.wait.events, ackSeconds: seconds)
-                let offsets = first.flatMap { f in last.map { "[\(f),\($0)]" } } ?? "null"
-                entry.respond(.json(202, "{\"anchor\":\(JSONWriter.quoted(entry.anchor)),\"events\":\(entry.wait.events),\"partition\":\(partition.map(String.init) ?? "null"),\"offsets\":\(offsets)}"))
+                entry.respond(SyncIngest.accepted(anchor: entry.anchor, events: entry.wait.events, partition: partition, first: first, last: last))
             case .fail(let reason):
                 metrics.record(.undelivered, events: entry.wait.events)
                 logger.warning("sync batch not acknowledged: \(reason)")
@@ -170,8 +169,7 @@ public final class SyncIngest: Sendable {
     public init(_ configuration: SyncIngestConfiguration) throws(SyncIngestError) {
         self.configuration = configuration
         var producerConfiguration = configuration.producer
-        let timeout = configuration.deliveryTimeout.components
-        producerConfiguration.messageTimeoutMilliseconds = max(1, Int(timeout.seconds) * 1_000 + Int(timeout.attoseconds / 1_000_000_000_000_000))
+        producerConfiguration.messageTimeoutMilliseconds = max(1, Int(configuration.deliveryTimeout.wholeMilliseconds))
         let pending = PendingBatches(retryAfterSeconds: configuration.retryAfterSeconds, metrics: metrics, logger: configuration.logger)
         self.pending = pending
         maximumMessageBytes = SyncBatch.maximumMessageBytes(for: configuration.connection)
@@ -239,7 +237,7 @@ public final class SyncIngest: Sendable {
         }
         guard !batch.events.isEmpty else {
             metrics.record(.accepted, events: 0, ackSeconds: (ContinuousClock.now - arrived).seconds)
-            return respond(.json(202, "{\"anchor\":\(JSONWriter.quoted(batch.anchor)),\"events\":0,\"partition\":null,\"offsets\":null}"))
+            return respond(Self.accepted(anchor: batch.anchor, events: 0, partition: nil, first: nil, last: nil))
         }
         let waiting = pending
         let deadline = waiting.now + configuration.deliveryTimeout.seconds
@@ -278,6 +276,13 @@ public final class SyncIngest: Sendable {
     private func tooLarge() -> HTTPResponse {
         metrics.record(.tooLarge, events: 0)
         return ReadError(status: 413, code: "too_large", message: "the body is larger than \(configuration.maxBodyBytes) bytes (after gzip is inflated); split the batch").response
+    }
+
+    /// The 202: `offsets` null unless every event's offset is known, `partition` null for an
+    /// empty batch.
+    static func accepted(anchor: String, events: Int, partition: Int32?, first: Int64?, last: Int64?) -> HTTPResponse {
+        let offsets = first.flatMap { f in last.map { "[\(f),\($0)]" } } ?? "null"
+        return .json(202, "{\"anchor\":\(JSONWriter.quoted(anchor)),\"events\":\(events),\"partition\":\(partition.map(String.init) ?? "null"),\"offsets\":\(offsets)}")
     }
 
     static func undelivered(retryAfterSeconds: Int) -> HTTPResponse {
