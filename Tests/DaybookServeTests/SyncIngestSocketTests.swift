@@ -266,8 +266,9 @@ import Testing
 
     @Test func aBatchWaitingForTheClusterHoldsNoServerThread() async throws {
         // One server thread: were it held by the waiting batch, /healthz would be answered
-        // only after the batch's 503.
-        let running = try Running(threads: 1) { $0.deliveryTimeout = .seconds(3) }
+        // only after the batch's 503. The batch waits 10 s, so that a loaded machine answers
+        // /healthz first if the thread is free (with 3 s, a CI run beside benchmarks did not).
+        let running = try Running(threads: 1) { $0.deliveryTimeout = .seconds(10) }
         try running.broker.setBrokerDown(1)
         let order = Order()
         let base = running.base
