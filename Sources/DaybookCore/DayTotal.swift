@@ -20,6 +20,17 @@ public struct DayKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(user)/\(metric.rawValue)/\(day)" }
+
+    /// Users compare byte for byte, as the store keys them (`NameHash`); a batch's dirty days
+    /// are hashed with `NameHash`, not SipHash over the user's bytes.
+    public static func == (a: DayKey, b: DayKey) -> Bool {
+        a.day == b.day && a.metric == b.metric && NameHash.sameBytes(a.user, b.user)
+    }
+    private var mixed: UInt64 {
+        NameHash.of(user) ^ (UInt64(UInt32(bitPattern: day.number)) << 8 | UInt64(metric.index)) &* 0x9E37_79B9_7F4A_7C15
+    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(mixed) }
+    public func _rawHashValue(seed: Int) -> Int { NameHash.table(mixed, seed: seed) }
 }
 
 /// What one source contributed to a cumulative day total.

@@ -34,7 +34,7 @@ public final class Ledger {
     private var rankTables: [Metric: [Int32]] = [:]
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
-    private var users: [String: UserState] = [:]
+    private var users: [NameKey: UserState] = [:]
     /// Advances once per `load`: a user's `lastUse` says how recently it was needed.
     private var clock: UInt64 = 0
     /// Users whose estimated size may have changed since the last `evictIfOverBudget`.
@@ -108,26 +108,26 @@ public final class Ledger {
         for event in events {
             guard let uuid = event.uuid else { continue } // a check-in: no sample state
             let userID = event.user
-            let isNew = lastUser?.id != userID && users[userID] == nil
+            let isNew = lastUser?.id != userID && users[NameKey(userID)] == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
             if isNew { state.complete = try !store.hasEntries(user: userID) }
-            if !state.complete, state.uuids[uuid] == nil {
+            if !state.complete, state.uuids[NameKey(uuid)] == nil {
                 unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid)
             }
         }
         for (userID, state, uuids) in unknown.values {
             for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
                 switch entry {
-                case .absent: state.uuids[uuid] = .absent
-                case .tombstoned: state.uuids[uuid] = .tombstoned
+                case .absent: state.uuids[NameKey(uuid)] = .absent
+                case .tombstoned: state.uuids[NameKey(uuid)] = .tombstoned
                 case .live(let sample, let seq):
                     // Its record comes with its days; a store that did not return it there
                     // still gets it in (the ledger must know every version in force it replaces).
                     try ensureLoaded(Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric),
                                      metric: sample.metric, state: state, user: userID, store: store)
-                    if state.uuids[uuid] == nil {
+                    if state.uuids[NameKey(uuid)] == nil {
                         var metricState = state.metrics[sample.metric] ?? MetricState()
                         cache(sample, seq: seq, in: &metricState, of: state)
                         state.metrics[sample.metric] = metricState
@@ -150,7 +150,7 @@ public final class Ledger {
                 need(state, event.user, sample.metric,
                      Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric))
             }
-            if case .live(let metric, let seq)? = state.uuids[uuid], let r = state.metrics[metric]?.records[seq] {
+            if case .live(let metric, let seq)? = state.uuids[NameKey(uuid)], let r = state.metrics[metric]?.records[seq] {
                 need(state, event.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
             }
         }
@@ -224,7 +224,7 @@ public final class Ledger {
                 metricState.loaded.insert(d)
                 metricState.dayUse[d] = clock
             }
-            for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[sample.uuid] == nil {
+            for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[NameKey(sample.uuid)] == nil {
                 cache(sample, seq: seq, in: &metricState, of: state)
             }
             state.metrics[metric] = metricState
@@ -234,7 +234,7 @@ public final class Ledger {
 
     /// Puts a stored sample into the cache as the version in force of its uuid.
     private func cache(_ sample: Sample, seq: Int64, in metricState: inout MetricState, of state: UserState) {
-        state.uuids[sample.uuid] = .live(metric: sample.metric, seq: seq)
+        state.uuids[NameKey(sample.uuid)] = .live(metric: sample.metric, seq: seq)
         metricState.insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
     }
 
@@ -269,7 +269,7 @@ public final class Ledger {
             let state = states[Int(w.user)]
             guard var m = state.metrics[w.metric] else { continue }
             state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
-            for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) { state.uuids[uuid] = nil }
+            for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) { state.uuids[NameKey(uuid)] = nil }
             state.metrics[w.metric] = m
             state.complete = false // the store now holds what the cache does not
             cacheEvictions += 1
@@ -334,7 +334,8 @@ public final class Ledger {
         case .sampleAdded(let sample):
             let state = user(sample.user)
             // One lookup of the uuid decides everything below.
-            let current = state.uuids[sample.uuid]
+            let uuidKey = NameKey(sample.uuid)
+            let current = state.uuids[uuidKey]
             storeLacks = store != nil && Ledger.storeLacks(current, complete: state.complete)
             if case .tombstoned? = current { return false }
             let record = makeRecord(sample, seq: position)
@@ -348,7 +349,7 @@ public final class Ledger {
                 }
                 remove(existing, metric: metric, from: state, userID: sample.user, dirty: &dirty)
             }
-            state.uuids[sample.uuid] = .live(metric: sample.metric, seq: position)
+            state.uuids[uuidKey] = .live(metric: sample.metric, seq: position)
             state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
             liveSampleCount += 1
             collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
@@ -356,7 +357,7 @@ public final class Ledger {
         case .sampleDeleted(let userID, let uuid):
             let state = user(userID)
             changed = remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
-            state.uuids[uuid] = .tombstoned
+            state.uuids[NameKey(uuid)] = .tombstoned
         case .sourceCheckedIn:
             return false // sync state, kept beside the ledger (`SyncState`): no totals change
         }
@@ -375,7 +376,7 @@ public final class Ledger {
         guard case .sampleAdded(let sample) = event else { return apply(event, at: position, dirty: &dirty) }
         let state = user(sample.user)
         collectDirty(makeRecord(sample, seq: position), metric: sample.metric, state: state, user: sample.user, into: &dirty)
-        switch state.uuids[sample.uuid] {
+        switch state.uuids[NameKey(sample.uuid)] {
         case .tombstoned?:
             return false
         case .live(_, let seq)? where seq > position:
@@ -391,7 +392,7 @@ public final class Ledger {
     /// looking the uuid up (`Shard.Batch.storeLacks`). False when the cache does not know.
     public func storeLacks(user: String, uuid: String) -> Bool {
         guard store != nil, let state = cachedUser(user) else { return false }
-        return Ledger.storeLacks(state.uuids[uuid], complete: state.complete)
+        return Ledger.storeLacks(state.uuids[NameKey(uuid)], complete: state.complete)
     }
 
     /// Whether the store holds nothing of a uuid whose cached state is `state`, of a user
@@ -407,7 +408,7 @@ public final class Ledger {
     /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
     /// as the cache knows.
     public func isTombstoned(user: String, uuid: String) -> Bool {
-        if case .tombstoned? = cachedUser(user)?.uuids[uuid] { return true }
+        if case .tombstoned? = cachedUser(user)?.uuids[NameKey(uuid)] { return true }
         return false
     }
 
@@ -415,7 +416,7 @@ public final class Ledger {
     /// user asked for is answered without hashing the id again.
     private func cachedUser(_ id: String) -> UserState? {
         if let last = lastUser, last.id == id { return last.state }
-        return users[id]
+        return users[NameKey(id)]
     }
 
     private func user(_ id: String) -> UserState {
@@ -424,7 +425,7 @@ public final class Ledger {
             state = existing
         } else {
             state = UserState()
-            users[id] = state
+            users[NameKey(id)] = state
         }
         if store != nil, state.lastUse != clock {
             state.lastUse = clock
@@ -439,8 +440,9 @@ public final class Ledger {
 
     @discardableResult
     private func remove(uuid: String, from state: UserState, userID: String, dirty: inout Set<DayKey>) -> Bool {
-        guard case .live(let metric, let seq)? = state.uuids[uuid] else { return false }
-        state.uuids[uuid] = .absent
+        let uuidKey = NameKey(uuid)
+        guard case .live(let metric, let seq)? = state.uuids[uuidKey] else { return false }
+        state.uuids[uuidKey] = .absent
         guard let record = state.metrics[metric]?.records[seq] else { return false }
         remove(record, metric: metric, from: state, userID: userID, dirty: &dirty)
         return true
@@ -532,7 +534,7 @@ public final class Ledger {
                 for key in days.map({ DayKey(user: userID, metric: metric, day: CivilDay(number: $0)) }) {
                     result[key] = .some(nil)
                 }
-                guard let state = users[userID]?.metrics[metric] else { continue }
+                guard let state = users[NameKey(userID)]?.metrics[metric] else { continue }
                 for cluster in DayClusters(days) {
                     let records = state.records(near: cluster, cumulative: metric.isCumulative)
                     for total in totals(records, user: userID, metric: metric, include: { cluster.contains($0) }) {
@@ -548,7 +550,7 @@ public final class Ledger {
     /// day, start and end (`HourRollup`: the hours of each day add up to its row exactly).
     /// Complexity: O(m log m) for the m samples near those days.
     public func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) -> [HourTotal] {
-        guard from <= to, let state = users[user]?.metrics[metric] else { return [] }
+        guard from <= to, let state = users[NameKey(user)]?.metrics[metric] else { return [] }
         let days = from.number...to.number
         let records = state.records(near: days, cumulative: metric.isCumulative)
         return HourRollup.rows(records: records, rank: rankTable(for: metric), zones: zones, sources: sources,
@@ -558,7 +560,8 @@ public final class Ledger {
     /// Every row, sorted by user, metric and day.
     public func allTotals() -> [DayTotal] {
         var out: [DayTotal] = []
-        for (userID, state) in users {
+        for (userKey, state) in users {
+            let userID = userKey.name
             for (metric, metricState) in state.metrics.all where !metricState.records.isEmpty {
                 out += totals(Array(metricState.records.values), user: userID, metric: metric, include: nil)
             }
@@ -600,7 +603,7 @@ public final class Ledger {
     /// Which sample won which part of a day's timeline, and what each contributed.
     public func explain(_ key: DayKey) -> Explanation {
         var explanation = Explanation(key: key, pieces: [], points: [], total: recompute([key])[key] ?? nil)
-        guard key.metric.isCumulative, let state = users[key.user]?.metrics[key.metric] else { return explanation }
+        guard key.metric.isCumulative, let state = users[NameKey(key.user)]?.metrics[key.metric] else { return explanation }
         let records = state.records(near: key.day.number...key.day.number, cumulative: true)
         let table = rankTable(for: key.metric)
         let resolver = TimelineResolver(records: records, rank: { table[Int($0)] })
@@ -684,7 +687,7 @@ public struct Explanation: Sendable {
 private final class UserState {
     /// What the cache knows of each uuid: its version in force, or that it was deleted, or
     /// that the store has nothing. A uuid missing here is unknown (in a cached ledger).
-    var uuids: [String: UUIDState] = [:]
+    var uuids: [NameKey: UUIDState] = [:]
     var metrics = MetricTable()
     /// The ledger's clock at the last batch that needed this user.
     var lastUse: UInt64 = 0

@@ -1,3 +1,4 @@
+import DaybookSupport
 /// What the log says about one (user, source) pair's syncing: when it last checked in,
 /// when it last delivered a sample (the message's Kafka timestamp), the newest sample end
 /// it delivered, and the metrics it syncs.
@@ -143,4 +144,13 @@ public struct SyncKey: Hashable, Sendable, Comparable {
         if a.user != b.user { return a.user.utf8.lexicographicallyPrecedes(b.user.utf8) }
         return a.source.utf8.lexicographicallyPrecedes(b.source.utf8)
     }
+
+    /// Names compare byte for byte, as the store keys them; hashed with `NameHash` (a batch
+    /// looks a pair up once per event).
+    public static func == (a: SyncKey, b: SyncKey) -> Bool {
+        NameHash.sameBytes(a.user, b.user) && NameHash.sameBytes(a.source, b.source)
+    }
+    private var mixed: UInt64 { NameHash.of(user) &* 0x9E37_79B9_7F4A_7C15 ^ NameHash.of(source) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(mixed) }
+    public func _rawHashValue(seed: Int) -> Int { NameHash.table(mixed, seed: seed) }
 }

@@ -1,5 +1,6 @@
 import DaybookCore
 import Foundation
+import DaybookSupport
 
 /// The state store (migration 006): live samples packed per (user, metric, UTC day of their
 /// start) in `packs`, one blob each (`SamplePack`); `sample_days` says which packs may hold
@@ -231,6 +232,15 @@ struct PackKey: Hashable {
     var user: String
     var metric: Int
     var day: Int64
+
+    /// Users compare byte for byte, as the store keys them; hashed with `NameHash` (a batch
+    /// looks up a pack for every sample it writes).
+    static func == (a: PackKey, b: PackKey) -> Bool {
+        a.day == b.day && a.metric == b.metric && NameHash.sameBytes(a.user, b.user)
+    }
+    private var mixed: UInt64 { NameHash.of(user) ^ UInt64(bitPattern: day << 3 | Int64(metric & 7)) &* 0x9E37_79B9_7F4A_7C15 }
+    func hash(into hasher: inout Hasher) { hasher.combine(mixed) }
+    func _rawHashValue(seed: Int) -> Int { NameHash.table(mixed, seed: seed) }
 }
 
 extension PackedSample {
@@ -245,7 +255,7 @@ extension PackedSample {
 /// appended (the arrival of new samples), and a uuid index built only if a lookup needs it.
 struct PackEdit {
     private(set) var samples: [PackedSample]
-    private var index: [String: Int]?
+    private var index: [NameKey: Int]?
     private var inOrder = true
 
     init(_ samples: [PackedSample]) { self.samples = samples }
@@ -254,18 +264,18 @@ struct PackEdit {
 
     mutating func position(of uuid: String) -> Int? {
         if index == nil {
-            var built: [String: Int] = [:]
+            var built: [NameKey: Int] = [:]
             built.reserveCapacity(samples.count)
-            for (i, s) in samples.enumerated() { built[s.uuid] = i }
+            for (i, s) in samples.enumerated() { built[NameKey(s.uuid)] = i }
             index = built
         }
-        return index?[uuid]
+        return index?[NameKey(uuid)]
     }
 
     /// Adds a sample whose uuid the pack does not hold.
     mutating func append(_ sample: PackedSample) {
         if let last = samples.last, !PackedSample.inPackOrder(last, sample) { inOrder = false }
-        index?[sample.uuid] = samples.count
+        index?[NameKey(sample.uuid)] = samples.count
         samples.append(sample)
     }
 
@@ -274,11 +284,11 @@ struct PackEdit {
         let last = samples.count - 1
         if i != last {
             samples.swapAt(i, last)
-            index?[samples[i].uuid] = i
+            index?[NameKey(samples[i].uuid)] = i
             inOrder = false
         }
         samples.removeLast()
-        index?[uuid] = nil
+        index?[NameKey(uuid)] = nil
     }
 
     /// The samples in pack order (`inPackOrder`), as they are written.
@@ -299,12 +309,15 @@ struct PackWork {
         var hash: Int64
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        func _rawHashValue(seed: Int) -> Int { NameHash.table(int: hash, seed: seed) }
         static func == (a: UserUUID, b: UserUUID) -> Bool { a.hash == b.hash && a.uuid == b.uuid && a.user == b.user }
     }
 
     private struct IndexKey: Hashable {
         var hash: Int64
         var place: Int64
+
+        func _rawHashValue(seed: Int) -> Int { NameHash.table(int: hash &* 0x2545_F491_4F6C_DD1D ^ place, seed: seed) }
     }
 
     let shard: Shard
