@@ -82,32 +82,34 @@ public final class Ledger {
     /// make dirty will read. Call it before applying a batch; between it and the end of the
     /// batch nothing is evicted. Does nothing for an in-memory ledger.
     public func load(for events: some Collection<Event>) throws {
-        guard let store else { return }
-        clock += 1
-        try store.reading { try load(for: events, from: store) }
+        try load(forStaged: events.map { (event: $0, position: 0, deliveredAt: nil) })
     }
 
     /// A staged batch as a projection holds it: each event with its log position and Kafka
     /// timestamp (`ShardProjection.apply`).
     public typealias Staged = (event: Event, position: Int64, deliveredAt: Instant?)
 
-    /// `load(for:)` of a staged batch. Concrete, so that the walk over its events is
-    /// specialised here: called across modules, the generic one walks any collection through
-    /// witness tables, one unspecialised `next()` per event.
+    /// `load(for:)` of a staged batch, walked by index over the array's own storage: an
+    /// `Event` is too large for the compiler to copy inline, so each copy (a `for` loop's, a
+    /// `map`'s) goes through its value witnesses, ~600 instructions; these loops copy none.
     public func load(forStaged events: [Staged]) throws {
         guard let store else { return }
         clock += 1
-        try store.reading { try load(for: events.lazy.map(\.event), from: store) }
+        try store.reading { try events.withUnsafeBufferPointer { try load(for: $0, from: store) } }
     }
 
-    private func load(for events: some Collection<Event>, from store: any LedgerStore) throws {
+    private func load(for events: UnsafeBufferPointer<Staged>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         // Per user (by identity: no id hashed again), the uuids to look up; a uuid twice in
         // the batch is asked twice and answered once.
         var unknown: [ObjectIdentifier: (user: String, state: UserState, uuids: [String])] = [:]
-        for event in events {
-            guard let uuid = event.uuid else { continue } // a check-in: no sample state
-            let userID = event.user
+        for i in events.indices {
+            let uuid: String, userID: String
+            switch events[i].event {
+            case .sampleAdded(let sample): (userID, uuid) = (sample.user, sample.uuid)
+            case .sampleDeleted(let user, let id): (userID, uuid) = (user, id)
+            case .sourceCheckedIn: continue // no sample state
+            }
             let isNew = lastUser?.id != userID && users[NameKey(userID)] == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
@@ -144,14 +146,20 @@ public final class Ledger {
             if let last = needs[key]?.days.last, last == days { return } // the usual case: the same days again
             needs[key, default: (state, userID, [])].days.append(days)
         }
-        for event in events {
-            guard let uuid = event.uuid, let state = cachedUser(event.user) else { continue } // a complete user: hits only
-            if case .sampleAdded(let sample) = event {
-                need(state, event.user, sample.metric,
+        for i in events.indices {
+            let uuid: String, userID: String
+            switch events[i].event {
+            case .sampleAdded(let sample):
+                (userID, uuid) = (sample.user, sample.uuid)
+                guard let state = cachedUser(userID) else { continue } // a complete user: hits only
+                need(state, userID, sample.metric,
                      Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric))
+            case .sampleDeleted(let user, let id): (userID, uuid) = (user, id)
+            case .sourceCheckedIn: continue
             }
+            guard let state = cachedUser(userID) else { continue }
             if case .live(let metric, let seq)? = state.uuids[NameKey(uuid)], let r = state.metrics[metric]?.records[seq] {
-                need(state, event.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
+                need(state, userID, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
             }
         }
         for (key, need) in needs {

@@ -70,35 +70,40 @@ public final class ShardProjection {
         var outcome = BatchOutcome()
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
-        for (event, position, deliveredAt) in events {
-            // What the cache knew of the uuid before the event changed it.
-            var storeLacks = false
-            let changed: Bool
-            if position < rereadBelow {
-                if case .sampleAdded(let sample) = event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
-                changed = ledger.reapply(event, at: position, dirty: &dirty)
-            } else {
-                changed = ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+        // By index over the array's storage: an `Event` copy goes through its value witnesses
+        // (`Ledger.load(forStaged:)`), and these loops make none.
+        events.withUnsafeBufferPointer { staged in
+            for i in staged.indices {
+                let position = staged[i].position
+                // What the cache knew of the uuid before the event changed it.
+                var storeLacks = false
+                let changed: Bool
+                if position < rereadBelow {
+                    if case .sampleAdded(let sample) = staged[i].event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
+                    changed = ledger.reapply(staged[i].event, at: position, dirty: &dirty)
+                } else {
+                    changed = ledger.apply(staged[i].event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                }
+                switch staged[i].event {
+                case .sampleAdded(let sample):
+                    if changed {
+                        batch.upserts.append((sample, position))
+                        batch.storeLacks.append(storeLacks)
+                    }
+                    if recordingSync {
+                        batch.sync[SyncKey(user: sample.user, source: sample.source), default: SourceSync(user: sample.user, source: sample.source)]
+                            .note(sample, deliveredAt: staged[i].deliveredAt)
+                    }
+                case .sampleDeleted(let user, let uuid):
+                    batch.deletes.append((user, uuid))
+                case .sourceCheckedIn:
+                    if recordingSync, let life = SourceSync.signOfLife(staged[i].event, deliveredAt: staged[i].deliveredAt) {
+                        batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
+                    }
+                }
             }
-            switch event {
-            case .sampleAdded(let sample):
-                if changed {
-                    batch.upserts.append((sample, position))
-                    batch.storeLacks.append(storeLacks)
-                }
-                if recordingSync {
-                    batch.sync[SyncKey(user: sample.user, source: sample.source), default: SourceSync(user: sample.user, source: sample.source)]
-                        .note(sample, deliveredAt: deliveredAt)
-                }
-            case .sampleDeleted(let user, let uuid):
-                batch.deletes.append((user, uuid))
-            case .sourceCheckedIn:
-                if recordingSync, let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
-                    batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
-                }
-            }
-            outcome.applied += 1
         }
+        outcome.applied += events.count
         outcome.staleResends = ledger.staleResendCount - staleBefore
         batch.rows = ledger.recompute(dirty)
         do {

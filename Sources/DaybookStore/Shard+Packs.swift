@@ -112,16 +112,21 @@ extension Shard {
         var unvouched = deleteHashes
         for i in upserts.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
-        for (i, (s, seq)) in upserts.enumerated() {
-            let hash = upsertHashes[i]
-            let place = try work.locate(user: s.user, uuid: s.uuid, hash: hash, storeLacks: vouched[i])
-            if let old = place.pack { work.remove(s.uuid, of: s.user, from: old, hash: hash) }
-            if place.tombstoned { try work.dropTombstone(user: s.user, uuid: s.uuid, hash: hash) }
-            let key = PackKey(user: s.user, metric: s.metric.storageCode, day: SamplePack.day(ofStart: s.start.nanoseconds))
-            try work.insert(PackedSample(uuid: s.uuid, source: try nameID(s.source), start: s.start.nanoseconds, end: s.end.nanoseconds,
-                                         value: s.value, zone: try nameID(s.zone), seq: seq, version: s.version),
-                            of: s.user, into: key, hash: hash)
-            longest = max(longest, s.end.nanoseconds - s.start.nanoseconds)
+        // By index over the array's storage: no copy of each (sample, seq) pair.
+        try upserts.withUnsafeBufferPointer { upserts in
+            for i in upserts.indices {
+                let hash = upsertHashes[i], seq = upserts[i].seq
+                let place = try work.locate(user: upserts[i].sample.user, uuid: upserts[i].sample.uuid, hash: hash, storeLacks: vouched[i])
+                if let old = place.pack { work.remove(upserts[i].sample.uuid, of: upserts[i].sample.user, from: old, hash: hash) }
+                if place.tombstoned { try work.dropTombstone(user: upserts[i].sample.user, uuid: upserts[i].sample.uuid, hash: hash) }
+                let start = upserts[i].sample.start.nanoseconds, end = upserts[i].sample.end.nanoseconds
+                let key = PackKey(user: upserts[i].sample.user, metric: upserts[i].sample.metric.storageCode, day: SamplePack.day(ofStart: start))
+                try work.insert(PackedSample(uuid: upserts[i].sample.uuid, source: try nameID(upserts[i].sample.source), start: start, end: end,
+                                             value: upserts[i].sample.value, zone: try nameID(upserts[i].sample.zone), seq: seq,
+                                             version: upserts[i].sample.version),
+                                of: upserts[i].sample.user, into: key, hash: hash)
+                longest = max(longest, end - start)
+            }
         }
         for (i, (user, uuid)) in deletes.enumerated() {
             let hash = deleteHashes[i]
