@@ -761,20 +761,20 @@ private struct MetricTable {
 /// zone, which lies within its UTC day ± 1, finds all samples that can touch it); heart
 /// rate by the civil day of its start, which is the only day it counts in.
 private struct MetricState {
-    var records: [Int64: Record] = [:]
-    var buckets: [Int32: Bucket] = [:]
+    var records = IntTable<Int64, Record>()
+    var buckets = IntTable<Int32, Bucket>()
     /// UTC days whose samples are all in `records` (cumulative: overlapping the day;
     /// heart rate: starting in it). Used only by a ledger with a store.
     var loaded: Set<Int32> = []
     /// The ledger's clock at the last load that needed each loaded day (what eviction goes by).
-    var dayUse: [Int32: UInt64] = [:]
+    var dayUse = IntTable<Int32, UInt64>()
 
     /// Gives back storage that eviction left mostly empty (dictionaries do not shrink).
     mutating func compact() {
-        if records.capacity > 64, records.count * 4 < records.capacity { records = Dictionary(uniqueKeysWithValues: records.map { ($0, $1) }) }
-        if buckets.capacity > 64, buckets.count * 4 < buckets.capacity { buckets = Dictionary(uniqueKeysWithValues: buckets.map { ($0, $1) }) }
+        if records.capacity > 64, records.count * 4 < records.capacity { records.compact() }
+        if buckets.capacity > 64, buckets.count * 4 < buckets.capacity { buckets.compact() }
         if dayUse.capacity > 64, dayUse.count * 4 < dayUse.capacity {
-            dayUse = Dictionary(uniqueKeysWithValues: dayUse.map { ($0, $1) })
+            dayUse.compact()
             var fresh = Set<Int32>(minimumCapacity: loaded.count)
             fresh.formUnion(loaded)
             loaded = fresh
@@ -820,6 +820,15 @@ private struct MetricState {
         var seqs: [Int64] = []
         /// Zone id → number of samples in the bucket recorded in it.
         var zones: [(zone: Int32, count: Int32)] = []
+
+        mutating func add(_ r: Record) {
+            seqs.append(r.seq)
+            if let k = zones.firstIndex(where: { $0.zone == r.zone }) {
+                zones[k].count += 1
+            } else {
+                zones.append((r.zone, 1))
+            }
+        }
     }
 
     static func utcDays(of r: Record) -> ClosedRange<Int32> {
@@ -836,14 +845,8 @@ private struct MetricState {
 
     mutating func insert(_ r: Record, cumulative: Bool, zones: [ZoneRules]) {
         records[r.seq] = r
-        for day in bucketDays(of: r, cumulative: cumulative, zones: zones) {
-            buckets[day, default: Bucket()].seqs.append(r.seq)
-            if let k = buckets[day]?.zones.firstIndex(where: { $0.zone == r.zone }) {
-                buckets[day]?.zones[k].count += 1
-            } else {
-                buckets[day]?.zones.append((r.zone, 1))
-            }
-        }
+        // One probe of the table per day: the bucket is changed in place.
+        for day in bucketDays(of: r, cumulative: cumulative, zones: zones) { buckets[day, default: Bucket()].add(r) }
     }
 
     mutating func remove(_ r: Record, cumulative: Bool, zones: [ZoneRules]) {
@@ -896,6 +899,38 @@ private struct MetricState {
         }
         return out
     }
+}
+
+/// A table keyed by an integer (a log position, a UTC day), hashed by `NameHash.table(int:seed:)`
+/// under each table's own seed instead of SipHash: a ledger probes these several times per event.
+struct IntTable<Key: FixedWidthInteger, Value> {
+    struct Slot: Hashable {
+        var key: Key
+        func hash(into hasher: inout Hasher) { hasher.combine(key) }
+        func _rawHashValue(seed: Int) -> Int { NameHash.table(int: Int64(truncatingIfNeeded: key), seed: seed) }
+    }
+
+    private var storage: [Slot: Value] = [:]
+
+    subscript(key: Key) -> Value? {
+        get { storage[Slot(key: key)] }
+        _modify { yield &storage[Slot(key: key)] }
+    }
+
+    subscript(key: Key, default fallback: @autoclosure () -> Value) -> Value {
+        get { storage[Slot(key: key)] ?? fallback() }
+        _modify { yield &storage[Slot(key: key), default: fallback()] }
+    }
+
+    var count: Int { storage.count }
+    var capacity: Int { storage.capacity }
+    var isEmpty: Bool { storage.isEmpty }
+    var values: Dictionary<Slot, Value>.Values { storage.values }
+
+    mutating func removeValue(forKey key: Key) -> Value? { storage.removeValue(forKey: Slot(key: key)) }
+
+    /// Gives back the storage of a table eviction left mostly empty (dictionaries do not shrink).
+    mutating func compact() { storage = Dictionary(uniqueKeysWithValues: storage.map { ($0, $1) }) }
 }
 
 /// What a ledger reads from durable storage, and what the shard store implements.

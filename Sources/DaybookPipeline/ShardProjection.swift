@@ -70,21 +70,22 @@ public final class ShardProjection {
         var outcome = BatchOutcome()
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
-        // By index over the array's storage: an `Event` copy goes through its value witnesses
-        // (`Ledger.load(forStaged:)`), and these loops make none.
+        // By index over the array's storage, the event taken out once: an `Event` copy goes
+        // through its value witnesses (`Ledger.load(forStaged:)`), and each use of
+        // `staged[i].event` would make one.
         events.withUnsafeBufferPointer { staged in
             for i in staged.indices {
-                let position = staged[i].position
+                let event = staged[i].event, position = staged[i].position, deliveredAt = staged[i].deliveredAt
                 // What the cache knew of the uuid before the event changed it.
                 var storeLacks = false
                 let changed: Bool
                 if position < rereadBelow {
-                    if case .sampleAdded(let sample) = staged[i].event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
-                    changed = ledger.reapply(staged[i].event, at: position, dirty: &dirty)
+                    if case .sampleAdded(let sample) = event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
+                    changed = ledger.reapply(event, at: position, dirty: &dirty)
                 } else {
-                    changed = ledger.apply(staged[i].event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                    changed = ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
                 }
-                switch staged[i].event {
+                switch event {
                 case .sampleAdded(let sample):
                     if changed {
                         batch.upserts.append((sample, position))
@@ -92,12 +93,12 @@ public final class ShardProjection {
                     }
                     if recordingSync {
                         batch.sync[SyncKey(user: sample.user, source: sample.source), default: SourceSync(user: sample.user, source: sample.source)]
-                            .note(sample, deliveredAt: staged[i].deliveredAt)
+                            .note(sample, deliveredAt: deliveredAt)
                     }
                 case .sampleDeleted(let user, let uuid):
                     batch.deletes.append((user, uuid))
                 case .sourceCheckedIn:
-                    if recordingSync, let life = SourceSync.signOfLife(staged[i].event, deliveredAt: staged[i].deliveredAt) {
+                    if recordingSync, let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
                         batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
                     }
                 }
