@@ -82,12 +82,25 @@ public final class Ledger {
     /// make dirty will read. Call it before applying a batch; between it and the end of the
     /// batch nothing is evicted. Does nothing for an in-memory ledger.
     public func load(for events: some Collection<Event>) throws {
-        try load(forStaged: events.map { (event: $0, position: 0, deliveredAt: nil) })
+        try load(forStaged: events.map { Staged(event: $0, position: 0) })
     }
 
-    /// A staged batch as a projection holds it: each event with its log position and Kafka
-    /// timestamp (`ShardProjection.apply`).
-    public typealias Staged = (event: Event, position: Int64, deliveredAt: Instant?)
+    /// An event of a staged batch as a projection holds it, with its log position and Kafka
+    /// timestamp (`ShardProjection.apply`). A struct, not a tuple: the compiler copies a
+    /// tuple holding an `Event` whole, through the runtime's tuple walker, to read any one
+    /// of its fields; a struct's fields are read in place.
+    public struct Staged: Sendable {
+        public var event: Event
+        public var position: Int64
+        /// The Kafka timestamp of its message (nil from a file).
+        public var deliveredAt: Instant?
+
+        public init(event: Event, position: Int64, deliveredAt: Instant? = nil) {
+            self.event = event
+            self.position = position
+            self.deliveredAt = deliveredAt
+        }
+    }
 
     /// `load(for:)` of a staged batch, walked by index over the array's own storage: an
     /// `Event` is too large for the compiler to copy inline, so each copy (a `for` loop's, a

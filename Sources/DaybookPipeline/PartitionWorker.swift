@@ -49,7 +49,7 @@ final class PartitionWorker {
     /// over several polls to thousands of events (one load and one commit for all of them)
     /// while librdkafka's buffers go back after each poll. Nothing staged is in the shard:
     /// dropped (a revoked partition, a failure, a stop), it is read again from the shard's offset.
-    private var staged: [(event: Event, position: Int64, deliveredAt: Instant?)] = []
+    private var staged: [Ledger.Staged] = []
     private var stagedDeadLetters: [Shard.DeadLetter] = []
     /// The offset after the last staged message; nil while nothing is staged.
     private(set) var stagedEnd: Int64?
@@ -65,7 +65,7 @@ final class PartitionWorker {
     /// inline (more than 15 UTF-8 bytes), rounded as malloc rounds, with its header.
     static func stagedSize(of event: Event) -> Int {
         func heap(_ s: String) -> Int { s.utf8.count > 15 ? (s.utf8.count + 32 + 15) & ~15 : 0 }
-        var bytes = MemoryLayout<(event: Event, position: Int64, deliveredAt: Instant?)>.stride
+        var bytes = MemoryLayout<Ledger.Staged>.stride
         switch event {
         case .sampleAdded(let s): bytes += heap(s.user) + heap(s.uuid) + heap(s.source) + heap(s.zone)
         case .sampleDeleted(let user, let uuid): bytes += heap(user) + heap(uuid)
@@ -138,7 +138,8 @@ final class PartitionWorker {
                     }
                     homeUsers.note(event.user, ())
                 }
-                staged.append((event, message.offset, message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
+                staged.append(Ledger.Staged(event: event, position: message.offset,
+                                            deliveredAt: message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
                 stagedBytes += Self.stagedSize(of: event)
             }
         }

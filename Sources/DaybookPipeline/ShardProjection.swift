@@ -48,7 +48,7 @@ public final class ShardProjection {
             let (page, next) = try shard.storedSamples(after: cursor, limit: pageSize)
             guard let next else { break }
             cursor = next
-            let events = page.map { (event: Event.sampleAdded($0.sample), position: $0.seq, deliveredAt: Instant?.none) }
+            let events = page.map { Ledger.Staged(event: .sampleAdded($0.sample), position: $0.seq) }
             rows += try apply(events, deadLetters: [], rereadBelow: .max, nextPosition: shard.nextOffset, recordingSync: false).rows.count
         }
         try shard.markRowsRecomputed()
@@ -70,22 +70,21 @@ public final class ShardProjection {
         var outcome = BatchOutcome()
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
-        // By index over the array's storage, the event taken out once: an `Event` copy goes
-        // through its value witnesses (`Ledger.load(forStaged:)`), and each use of
-        // `staged[i].event` would make one.
+        // By index over the array's storage: an `Event` copy goes through its value witnesses
+        // (`Ledger.Staged`), and these loops read each in place.
         events.withUnsafeBufferPointer { staged in
             for i in staged.indices {
-                let event = staged[i].event, position = staged[i].position, deliveredAt = staged[i].deliveredAt
+                let position = staged[i].position, deliveredAt = staged[i].deliveredAt
                 // What the cache knew of the uuid before the event changed it.
                 var storeLacks = false
                 let changed: Bool
                 if position < rereadBelow {
-                    if case .sampleAdded(let sample) = event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
-                    changed = ledger.reapply(event, at: position, dirty: &dirty)
+                    if case .sampleAdded(let sample) = staged[i].event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
+                    changed = ledger.reapply(staged[i].event, at: position, dirty: &dirty)
                 } else {
-                    changed = ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                    changed = ledger.apply(staged[i].event, at: position, dirty: &dirty, storeLacks: &storeLacks)
                 }
-                switch event {
+                switch staged[i].event {
                 case .sampleAdded(let sample):
                     if changed {
                         batch.upserts.append((sample, position))
@@ -98,7 +97,7 @@ public final class ShardProjection {
                 case .sampleDeleted(let user, let uuid):
                     batch.deletes.append((user, uuid))
                 case .sourceCheckedIn:
-                    if recordingSync, let life = SourceSync.signOfLife(event, deliveredAt: deliveredAt) {
+                    if recordingSync, let life = SourceSync.signOfLife(staged[i].event, deliveredAt: deliveredAt) {
                         batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
                     }
                 }

@@ -71,11 +71,11 @@ enum RollupCommand: Subcommand {
     /// Applies every valid line of `input` (position = line number) through `projection`,
     /// in batches, and returns how many lines were rejected.
     static func load(_ input: Files.Input, into projection: ShardProjection) throws -> Int {
-        var batch: [(event: Event, position: Int64, deliveredAt: Instant?)] = [] // a file has no delivery times
+        var batch: [Ledger.Staged] = [] // a file has no delivery times
         var lastLine = 0
         let rejected = try forEachAccepted(input) { event, number in
             lastLine = number
-            batch.append((event, Int64(number), nil))
+            batch.append(Ledger.Staged(event: event, position: Int64(number)))
             if batch.count == batchSize {
                 _ = try projection.apply(batch, nextPosition: Int64(number) + 1)
                 batch.removeAll(keepingCapacity: true)
