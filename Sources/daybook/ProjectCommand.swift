@@ -44,7 +44,7 @@ enum ProjectCommand: Subcommand {
     --verbose logs the whole account at start (152 MiB by default, plus ~36 MiB for the
     process). Measured peak RSS (a loaded 2-core machine): 187-219 MiB at 1M and 2M
     events over 64 partitions; 4M over 128 is still over 256 MiB (259 solo, 321 as a
-    group member at the start); BENCHMARKS.md, "Issue 26", and 'daybook bench'.
+    group member); BENCHMARKS.md, "Issue 26", and 'daybook bench'.
 
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
