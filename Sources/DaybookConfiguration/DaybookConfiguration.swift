@@ -15,9 +15,10 @@ public struct DaybookConfiguration: Sendable {
     public var cacheMegabytes = 32
     /// `state.batch_mb`: memory for decoded events waiting to be committed as their
     /// partition's batch (`ProjectorOptions.stagingBytes`), shared by all partitions of the
-    /// process. Default 96; more lets each partition's batch grow to `minimumBatch` events
-    /// when many partitions are read at once.
-    public var batchMegabytes = 96
+    /// process. Default 72: enough for 128 partitions' batches to reach `minimumBatch` (4,096)
+    /// events, the fullest committed first; more partitions need more (see
+    /// `ProjectorOptions.stagingBytes`).
+    public var batchMegabytes = 72
     /// `state.batch_delay_ms`: the longest a staged event waits for its partition's batch to
     /// fill (`ProjectorOptions.maximumBatchDelay`). Default 5000. A live stream does not wait
     /// for it (a batch at the partition's end commits at once); a larger value keeps the

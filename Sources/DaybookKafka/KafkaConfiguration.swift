@@ -130,13 +130,16 @@ public struct ConsumerConfiguration: Sendable {
     public var sessionTimeoutMilliseconds: Int = 10_000
     /// `heartbeat.interval.ms`. Default: 1000.
     public var heartbeatIntervalMilliseconds: Int = 1_000
-    /// Memory for prefetched messages, in bytes, for all partitions together. Default: 32 MiB.
+    /// Memory for prefetched messages, in bytes, for all partitions together. Default: 16 MiB
+    /// (librdkafka holds ~2.7× it at the peak: each message's op and the decompressed fetch
+    /// responses; 32 MiB kept 1M events over 128 partitions at 251 MiB peak RSS, 16 at 189,
+    /// BENCHMARKS.md, "Issue 26: memory at 1M/64, 2M/64, 4M/128").
     ///
     /// Daybook reads every partition through one queue (the group's consumer queue, or one
     /// queue that the directly read partitions forward to), and librdkafka then applies
     /// `queued.max.messages.kbytes` to that one queue, not per partition, so the whole
     /// budget goes to it (BENCHMARKS.md, "Figures behind choices in the code").
-    public var prefetchBytes: Int = 32 << 20
+    public var prefetchBytes: Int = 16 << 20
 
     public init() {}
 

@@ -87,7 +87,8 @@ public final class Projector: RebalanceHandler {
             solo: options.solo || run.readsDirectly,
             stop: !run.untilCaughtUp ? .never : run.catchUpTargets == nil ? .caughtUp : .caughtUpWithTargets,
             followsGenerations: run.followsGenerations, minimumBatch: options.minimumBatch,
-            maximumBatchDelay: options.maximumBatchDelay, stagingBytes: options.stagingBytes, connectTimeout: options.connectTimeout)
+            maximumBatchDelay: options.maximumBatchDelay, stagingBytes: options.stagingBytes,
+            commitWidth: max(1, ProcessInfo.processInfo.activeProcessorCount), connectTimeout: options.connectTimeout)
     }
 
     final class DeadLetterReports {

@@ -26,11 +26,16 @@ public struct ProjectorOptions: Sendable {
     /// whose end is not known yet. Default: 5 s (1 s cut the 1M arrival-order batches
     /// short: 29k cache misses against 22k, ~12 % more CPU).
     public var maximumBatchDelay: Duration = .seconds(5)
-    /// ... or once all partitions' staged events together take about this many bytes
-    /// (decoded, not librdkafka's buffers, which go back after each poll). Default: 96 MiB
-    /// (48 left 4M events over 128 partitions with batches of ~1,900: 62k events/s against
-    /// 77k; at 1M over 64 the 4,096 minimum decides either way).
-    public var stagingBytes = 96 << 20
+    /// ... or, the fullest first, once all partitions' staged events together take about
+    /// this many bytes (decoded, not librdkafka's buffers, which go back after each poll).
+    /// Default: 72 MiB. Over it the batches are staggered (`ProjectorStateMachine.due`), so
+    /// a batch grows to 2 × budget / ((partitions + 1) × bytes per event): an arrival-order
+    /// event is counted at ~264 bytes (a 136-byte slot, a 64-byte heap uuid and zone), so
+    /// 128 partitions get 2 × 75,497,472 / (129 × 264) ≈ 4,434 ≥ 4,096 events, the minimum,
+    /// and 64 partitions reach the minimum at 64 × 4,096 × 264 ≈ 66 MiB, under it.
+    /// (96 MiB, committed all at once, gave 128 partitions batches of ~2,900 and a 4M-event
+    /// run a peak of 315 MiB; 48 gave ~1,900: 62k events/s against 77k.)
+    public var stagingBytes = 72 << 20
     /// How long to wait for the cluster to answer at start-up before giving up. Default: 30 s.
     public var connectTimeout: Duration = .seconds(30)
     /// Memory for cached samples and SQLite pages, in bytes, shared by all partitions
@@ -47,4 +52,37 @@ public struct ProjectorOptions: Sendable {
     public var advertisedURL: String?
 
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
+}
+
+/// The memory of a projector that grows with the log, in one account (issue 26): the state
+/// cache (three quarters for the ledgers' samples, a quarter for SQLite's pages of the shards
+/// a batch works on, `Projector.shareCache`), the staged events (`stagingBytes`), and
+/// librdkafka's prefetch, which holds up to ~3 × its payload budget at the peak (each
+/// message's op and the decompressed fetch responses: 86 MB for 32 MiB under heaptrack,
+/// BENCHMARKS.md, "Issue 26: memory at 1M/64, 2M/64, 4M/128"). The process adds ~36 MiB of
+/// its own (code, threads, an idle restart's peak) and malloc's fragmentation.
+public struct MemoryBudget: Equatable, Sendable {
+    /// What librdkafka holds at most per byte of `ConsumerConfiguration.prefetchBytes`.
+    public static let prefetchOverhead = 3
+
+    public var ledgerBytes: Int
+    public var pageBytes: Int
+    public var stagingBytes: Int
+    /// librdkafka's, overhead included.
+    public var prefetchBytes: Int
+
+    public init(_ options: ProjectorOptions, prefetchBytes: Int) {
+        pageBytes = options.cacheBytes / 4
+        ledgerBytes = options.cacheBytes - pageBytes
+        stagingBytes = options.stagingBytes
+        self.prefetchBytes = prefetchBytes * Self.prefetchOverhead
+    }
+
+    public var totalBytes: Int { ledgerBytes + pageBytes + stagingBytes + prefetchBytes }
+
+    /// One line for the log, in MiB.
+    public var description: String {
+        "memory budget \(totalBytes >> 20) MiB: cache \(ledgerBytes >> 20) (samples) + \(pageBytes >> 20) (SQLite pages), " +
+            "staged events \(stagingBytes >> 20), prefetch \(prefetchBytes >> 20) (librdkafka, ~\(Self.prefetchOverhead) × its payload budget)"
+    }
 }

@@ -36,11 +36,15 @@ enum ProjectCommand: Subcommand {
     MEMORY is bounded, whatever the history: the shards are the state store, and opening
     one reads only its offset. A cache of recently used users' samples (state.cache_mb,
     default 32, shared by all partitions: 3/4 samples, 1/4 SQLite pages) is filled as
-    batches need it and evicted least-recently-used. Prefetched messages are bounded in
-    total by kafka.consumer.prefetch_mb (default 32 MB of payloads, all partitions
-    together; librdkafka's per-message overhead makes that ~150 MB at the peak). Measured
-    peak RSS: ~185-215 MiB at 250k and 1M events over 64 partitions, ~235-245 MiB at
-    4M over 128; BENCHMARKS.md and 'daybook bench'.
+    batches need it and evicted least-recently-used. Decoded events waiting for their
+    partition's batch are bounded by state.batch_mb (default 72, all partitions together;
+    when full, the fullest batches commit first). Prefetched messages are bounded in
+    total by kafka.consumer.prefetch_mb (default 16 MB of payloads, all partitions
+    together; librdkafka's per-message overhead makes that up to ~48 MB at the peak).
+    --verbose logs the whole account at start (152 MiB by default, plus ~36 MiB for the
+    process). Measured peak RSS (a loaded 2-core machine): 187-219 MiB at 1M and 2M
+    events over 64 partitions; 4M over 128 is still over 256 MiB (259 solo, 321 as a
+    group member); BENCHMARKS.md, "Issue 26", and 'daybook bench'.
 
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
@@ -171,6 +175,7 @@ enum ProjectCommand: Subcommand {
             }
         }
 
+        logger.info(MemoryBudget(options, prefetchBytes: config.consumer.prefetchBytes).description)
         Shutdown.install()
         let summary: ProjectorSummary
         var reporter = ProgressReporter()

@@ -13,7 +13,7 @@ import Testing
     @Test func noFileGivesTheDefaults() throws {
         let config = try DaybookConfiguration.load(nil, environment: [:])
         #expect(config.cacheMegabytes == 32)
-        #expect(config.batchMegabytes == 96)
+        #expect(config.batchMegabytes == 72)
         #expect(config.priority == SourcePriority.builtIn)
         #expect(config.freshness == FreshnessPolicy())
     }

@@ -29,7 +29,8 @@ import Testing
         #expect(p["group.instance.id"] == "projector-1")
         #expect(p["auto.offset.reset"] == "error")
         #expect(p["queued.min.messages"] == "1000000")
-        #expect(p["queued.max.messages.kbytes"] == "32768")
+        #expect(p["queued.max.messages.kbytes"] == "16384") // 16 MiB / 1 KiB
+        #expect(p["fetch.max.bytes"] == "1048576") // 16 MiB / 16 = 1 MiB, also the floor
     }
 
     @Test func prefetchIsOneBudgetForAllPartitions() throws {

@@ -8,9 +8,9 @@ import Testing
     typealias Machine = ProjectorStateMachine
     let t0 = ContinuousClock.now
 
-    func machine(solo: Bool = false, stop: Machine.StopRule = .never, follows: Bool = true) -> Machine {
+    func machine(solo: Bool = false, stop: Machine.StopRule = .never, follows: Bool = true, stagingBytes: Int = 1_000, commitWidth: Int = 2) -> Machine {
         var m = Machine(policy: .init(solo: solo, stop: stop, followsGenerations: follows, minimumBatch: 100,
-                                      maximumBatchDelay: .seconds(5), stagingBytes: 1_000, connectTimeout: .seconds(30)), now: t0)
+                                      maximumBatchDelay: .seconds(5), stagingBytes: stagingBytes, commitWidth: commitWidth, connectTimeout: .seconds(30)), now: t0)
         if solo { m.took() }
         return m
     }
@@ -139,6 +139,53 @@ import Testing
         #expect(machine().due(idle: true, now: t0, partitions: small) == [.commit([0, 1]), .claim([0, 1], waiting: false)])
         #expect(m.stopping(partitions: small) == [.commit([0, 1])])
         #expect(m.stopping(partitions: [2: PartitionFacts(next: 3)]).isEmpty)
+    }
+
+    @Test func overTheStagingBudgetTheFullestBatchesGoFirstUntilTheRestFit() {
+        let width1 = machine(solo: true, commitWidth: 1)
+        func facts(_ bytes: [Int32: Int], counts: [Int32: Int] = [:]) -> [Int32: PartitionFacts] {
+            bytes.mapValues { b in PartitionFacts(next: 0, stagedEnd: 1, stagedCount: 1, stagedBytes: b, stagedSince: t0) }
+                .merging(counts.mapValues { c in PartitionFacts(next: 0, stagedEnd: 1, stagedCount: c, stagedBytes: 900, stagedSince: t0) }) { $1 }
+        }
+        // stagingBytes 1,000; 300 + 250 + 250 + 200 + 100 = 1,100 staged: the fullest (0, 300)
+        // leaves 800, under the budget, so it alone is due.
+        let five = facts([0: 300, 1: 250, 2: 250, 3: 200, 4: 100])
+        #expect(width1.due(idle: false, now: t0, partitions: five) == [.commit([0])])
+        // Two at once (two cores): 0, then of the two 250s the lower partition, 1.
+        #expect(machine(solo: true).due(idle: false, now: t0, partitions: five) == [.commit([0, 1])])
+        // 600 + 500 + 400 = 1,500: 0 leaves 900 < 1,000.
+        #expect(width1.due(idle: false, now: t0, partitions: facts([0: 600, 1: 500, 2: 400])) == [.commit([0])])
+        // 0 is due at its minimum (100 events, 900 bytes): what stays is 1's 300, which fits.
+        #expect(width1.due(idle: false, now: t0, partitions: facts([1: 300], counts: [0: 100])) == [.commit([0])])
+        // Under the budget (999) nothing is due.
+        #expect(width1.due(idle: false, now: t0, partitions: facts([0: 333, 1: 333, 2: 333])).isEmpty)
+    }
+
+    @Test func partitionsFillingAtOnePaceAreStaggeredIntoBatchesOfTwiceTheirShare() {
+        // Three partitions each stage 100 bytes a round; stagingBytes 600, one commit at a time.
+        // By hand (bytes staged in 0, 1, 2 after the round's staging → committed):
+        //   r1 100 100 100 (300)
+        //   r2 200 200 200 (600) → 0 (200 bytes), 400 stay
+        //   r3 100 300 300 (700) → 1 (300)
+        //   r4 200 100 400 (700) → 2 (400)
+        //   r5 300 200 100 (600) → 0 (300)
+        //   r6 100 300 200 (600) → 1 (300)
+        //   r7 200 100 300 (600) → 2 (300)
+        // From r5 on every batch is 300 bytes = 2 × 600 / (3 + 1); committing all at once
+        // when the budget is reached gives 200 = 600 / 3 each.
+        let m = machine(solo: true, stagingBytes: 600, commitWidth: 1)
+        var staged: [Int32: Int] = [0: 0, 1: 0, 2: 0]
+        var committed: [[Int32: Int]] = []
+        for _ in 1...7 {
+            for p in staged.keys { staged[p]! += 100 }
+            let facts = staged.mapValues { b in PartitionFacts(next: 0, stagedEnd: 1, stagedCount: b / 100, stagedBytes: b, stagedSince: t0) }
+            var round: [Int32: Int] = [:]
+            for action in m.due(idle: false, now: t0, partitions: facts) {
+                if case .commit(let ps) = action { for p in ps { round[p] = staged[p]; staged[p] = 0 } }
+            }
+            committed.append(round)
+        }
+        #expect(committed == [[:], [0: 200], [1: 300], [2: 400], [0: 300], [1: 300], [2: 300]])
     }
 
     // MARK: Catch-up
