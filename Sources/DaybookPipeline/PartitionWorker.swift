@@ -120,7 +120,7 @@ final class PartitionWorker {
                                                           reason: error.description, code: error.code.rawValue))
             case .success(let event):
                 // Byte for byte: String's == would take a differently normalized key for the user.
-                if message.withKey({ key in !key.isEmpty && !key.elementsEqual(event.user.utf8) }) {
+                if message.withKey({ key in !key.isEmpty && !NameHash.sameBytes(key, event.user) }) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
                     stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,

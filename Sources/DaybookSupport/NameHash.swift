@@ -69,6 +69,7 @@ public enum NameHash {
 
     /// Whether two names are the same bytes (a native String's bytes are compared in place).
     public static func sameBytes(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
         let answer = a.utf8.withContiguousStorageIfAvailable { x in
             b.utf8.withContiguousStorageIfAvailable { y in
                 x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
@@ -76,6 +77,15 @@ public enum NameHash {
         }
         if let answer, let answer { return answer }
         return a.utf8.elementsEqual(b.utf8)
+    }
+
+    /// Whether `bytes` are `name`'s UTF-8 bytes (a message's key against its event's user).
+    public static func sameBytes(_ bytes: UnsafeBufferPointer<UInt8>, _ name: String) -> Bool {
+        guard bytes.count == name.utf8.count else { return false }
+        if let answer = name.utf8.withContiguousStorageIfAvailable({ y in
+            bytes.count == 0 || memcmp(bytes.baseAddress!, y.baseAddress!, bytes.count) == 0
+        }) { return answer }
+        return bytes.elementsEqual(name.utf8)
     }
 
     /// A table hash of an already mixed 64-bit `value` under a table's `seed` (what
