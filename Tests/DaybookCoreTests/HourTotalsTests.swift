@@ -271,6 +271,18 @@ func printed(_ value: Double) -> Decimal { Decimal(string: DayTotal.format(value
         ])
     }
 
+    @Test func onlySamplesSharingBothBoundsNeedTheirUUIDs() {
+        // Places 0 and 2 share their start only; 1 and 3 start and end together.
+        var window = SampleWindow(user: "ana", priority: .builtIn)
+        let source = window.sourceID("watch"), zone = window.zoneID("UTC")
+        for (start, end) in [(0, 60), (100, 160), (0, 30), (100, 160), (200, 260)] as [(Int64, Int64)] {
+            window.addWithoutUUID(metric: .steps, source: source, zone: zone, start: start * Instant.nanosPerSecond,
+                                  end: end * Instant.nanosPerSecond, value: 1, version: 0, seq: 0)
+        }
+        #expect(window.recordsNeedingUUIDs(.steps) == [1, 3])
+        #expect(window.recordsNeedingUUIDs(.distance) == [])
+    }
+
     @Test func largestRemainderStaysWithinOneMicroUnit() {
         // Three thirds of 1 (333333.33… micro-units each) must add up to 1.000000: the first
         // (ties go to the earlier cell) gets the missing micro-unit.
