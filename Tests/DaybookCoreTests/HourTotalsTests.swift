@@ -271,6 +271,23 @@ func printed(_ value: Double) -> Decimal { Decimal(string: DayTotal.format(value
         ])
     }
 
+    @Test func localTimesWrittenAsBytesReadAsTheirText() throws {
+        func bytes(_ rfc3339: String, _ offset: Int) throws -> String {
+            var out: [UInt8] = []
+            HourTotal.appendLocalTime(try Instant(rfc3339: rfc3339), offsetSeconds: offset, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        #expect(try bytes("2026-11-01T06:00:00Z", -18_000) == "2026-11-01T01:00:00-05:00")
+        #expect(try bytes("2026-11-01T06:00:00Z", 0) == "2026-11-01T06:00:00+00:00")
+        // New York's local mean time (-4:56:02): the offset's seconds are not shown.
+        #expect(try bytes("1900-01-01T00:00:00Z", -17_762) == "1899-12-31T19:03:58-04:56")
+        // A fraction of a second takes the general path.
+        #expect(try bytes("2024-03-30T05:30:00.25Z", 19_800) == "2024-03-30T11:00:00.25+05:30")
+        var day: [UInt8] = []
+        HourTotal.appendDay(try #require(CivilDay("0987-01-02")), to: &day)
+        #expect(String(decoding: day, as: UTF8.self) == "0987-01-02")
+    }
+
     @Test func onlySamplesSharingBothBoundsNeedTheirUUIDs() {
         // Places 0 and 2 share their start only; 1 and 3 start and end together.
         var window = SampleWindow(user: "ana", priority: .builtIn)
