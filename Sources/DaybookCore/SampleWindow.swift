@@ -118,42 +118,15 @@ public struct SampleWindow {
         guard from <= to else { return [] }
         var anchors: [Int32: Double] = [:]
         for (day, value) in dayTotals { anchors[day.number] = value }
-        return HourRollup.rows(records: reaching(metric, from: from, to: to), rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number, anchors: anchors).hours
     }
 
     /// The hour rows and the day rows they were anchored on (heart rate: no day rows).
     func rows(_ metric: Metric, from: CivilDay, to: CivilDay) -> (hours: [HourTotal], days: [DayTotal]) {
         guard from <= to else { return ([], []) }
-        return HourRollup.rows(records: reaching(metric, from: from, to: to), rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number)
-    }
-
-    /// `metric`'s samples that cover some instant the civil days `from` through `to` can hold
-    /// in any of the window's zones (heart rate: all of them).
-    ///
-    /// A store fills the window with the samples of the UTC days around (a day and the longest
-    /// span more on each side, for any zone); a civil day of a zone whose offsets stay within
-    /// [lo, hi] lies within [its UTC midnight − hi, the next UTC midnight − lo). A sample that
-    /// covers no instant of that stretch for any zone of the window decides no piece of those
-    /// days (it only changes who wins outside them, whose pieces fall in other days), so
-    /// leaving it out gives the same runs inside, cut into the same hour pieces, summed in the
-    /// same order. A one-zone user's 7-day read resolves about 7 days of samples, not 9.
-    private func reaching(_ metric: Metric, from: CivilDay, to: CivilDay) -> [Record] {
-        let all = records[metric.index]
-        guard metric.isCumulative, !zones.isEmpty else { return all }
-        var lo = Int64.max, hi = Int64.min
-        for rules in zones {
-            for offset in rules.offsets {
-                lo = min(lo, offset)
-                hi = max(hi, offset)
-            }
-        }
-        let first = Int64(from.number) * Instant.nanosPerDay - hi
-        let last = (Int64(to.number) + 1) * Instant.nanosPerDay - lo
-        func reaches(_ r: Record) -> Bool { r.start == r.end ? r.start >= first && r.start < last : r.start < last && r.end > first }
-        guard !all.allSatisfy(reaches) else { return all }
-        return all.filter(reaches)
     }
 
     /// An in-memory ledger of these samples, for what only a ledger answers (`explain`).

@@ -55,9 +55,6 @@ import Testing
                 if let day = days.randomElement(using: &pick) {
                     #expect(ledger.hours(user: user, metric: metric, from: day.key.day, to: day.key.day) == hours.filter { $0.key.day == day.key.day },
                             "\(day.key) alone (seed \(seed))")
-                    // The window leaves out samples that cannot reach the day in any of its zones.
-                    #expect(windows[user]!.hours(metric, from: day.key.day, to: day.key.day) == hours.filter { $0.key.day == day.key.day },
-                            "window, \(day.key) alone (seed \(seed))")
                 }
                 // A civil hour lasts at most an hour (less beside an offset change).
                 for h in hours {
