@@ -64,21 +64,17 @@ extension HourTotal {
             return
         }
         let secs = Int(inDay / Instant.nanosPerSecond)
-        // 25 bytes written in place, then appended at once (an append per byte cost 4 times this).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 25) { text in
-            CivilDay.write(year: year, month: month, day: day, into: text)
-            text[10] = UInt8(ascii: "T")
-            writeTwoDigits(secs / 3600, at: 11, into: text)
-            text[13] = UInt8(ascii: ":")
-            writeTwoDigits(secs / 60 % 60, at: 14, into: text)
-            text[16] = UInt8(ascii: ":")
-            writeTwoDigits(secs % 60, at: 17, into: text)
-            text[19] = offsetSeconds < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")
-            writeTwoDigits(minutes / 60, at: 20, into: text)
-            text[22] = UInt8(ascii: ":")
-            writeTwoDigits(minutes % 60, at: 23, into: text)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[0..<25]))
-        }
+        appendDate(year: year, month: month, day: day, to: &out)
+        out.append(UInt8(ascii: "T"))
+        appendTwoDigits(secs / 3600, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendTwoDigits(secs / 60 % 60, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendTwoDigits(secs % 60, to: &out)
+        out.append(offsetSeconds < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+        appendTwoDigits(minutes / 60, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendTwoDigits(minutes % 60, to: &out)
     }
 
     /// Appends `day.description`'s UTF-8 to `out` (`YYYY-MM-DD`), without a String for a year
@@ -89,9 +85,22 @@ extension HourTotal {
             out.append(contentsOf: day.description.utf8)
             return
         }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 10) { text in
-            CivilDay.write(year: year, month: month, day: dayOfMonth, into: text)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[0..<10]))
-        }
+        appendDate(year: year, month: month, day: dayOfMonth, to: &out)
+    }
+
+    @inline(__always)
+    private static func appendDate(year: Int, month: Int, day: Int, to out: inout [UInt8]) {
+        appendTwoDigits(year / 100, to: &out)
+        appendTwoDigits(year % 100, to: &out)
+        out.append(UInt8(ascii: "-"))
+        appendTwoDigits(month, to: &out)
+        out.append(UInt8(ascii: "-"))
+        appendTwoDigits(day, to: &out)
+    }
+
+    @inline(__always)
+    private static func appendTwoDigits(_ v: Int, to out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: 48 + v / 10))
+        out.append(UInt8(truncatingIfNeeded: 48 + v % 10))
     }
 }
