@@ -53,81 +53,126 @@ enum HourRollup {
         }
 
         // The same runs and instants, cut into hours. nanos == -1: an instant counted in full.
+        // A zone's rules are copied out of `zones` only when the zone changes: each copy
+        // retains its three arrays, and a user's runs are nearly all of one zone.
         var pieces: [(hour: HourKey, record: Int, nanos: Int64)] = []
         pieces.reserveCapacity(runs.count * 2 + instants.count)
+        var zone: Int32 = -1
+        var rules = zones.first ?? ZoneRules(identifier: "UTC", transitions: [], offsetSeconds: [0]) // no records, no zones
         for run in runs {
-            let zone = records[run.winner].zone
-            zones[Int(zone)].forEachHour(from: run.start, to: run.end) { start, end, day, nanos in
+            let winnerZone = records[run.winner].zone
+            if winnerZone != zone {
+                zone = winnerZone
+                rules = zones[Int(zone)]
+            }
+            rules.forEachHour(from: run.start, to: run.end) { start, end, day, nanos in
                 if days.contains(day) { pieces.append((HourKey(day: day, start: start, end: end, zone: zone), run.winner, nanos)) }
             }
         }
         for outcome in instants where outcome.shadowedBy == nil {
-            let r = records[outcome.record]
-            let hour = zones[Int(r.zone)].hour(containing: r.start)
+            let index = outcome.record
+            if records[index].zone != zone {
+                zone = records[index].zone
+                rules = zones[Int(zone)]
+            }
+            let hour = rules.hour(containing: records[index].start)
             if days.contains(hour.day) {
-                pieces.append((HourKey(day: hour.day, start: hour.start, end: hour.end, zone: r.zone), outcome.record, -1))
+                pieces.append((HourKey(day: hour.day, start: hour.start, end: hour.end, zone: zone), index, -1))
             }
         }
         // A fixed order (as `DayAttribution.totals`), so that any two computations agree to the
         // bit: by hour, then the record's place in the sum order.
         orderBySumOrder(&pieces, records: records)
 
-        // Raw contributions per (hour, source), hours in order, sources in order of first use.
-        var hours: [(key: HourKey, cells: [(source: Int32, raw: Double)])] = []
+        // Raw contributions per (hour, source), hours in order, sources in order of first use
+        // then by rank: one flat list of cells, `cellEnds[h]` the end of hour h's cells, so
+        // that a day's cells are one slice and no hour allocates an array of its own.
+        var keys: [HourKey] = []
+        var cellEnds: [Int] = []
+        var cellSources: [Int32] = []
+        var cellRaws: [Double] = []
+        cellSources.reserveCapacity(pieces.count)
+        cellRaws.reserveCapacity(pieces.count)
         var i = 0
         while i < pieces.count {
             let key = pieces[i].hour
-            var cells: [(source: Int32, raw: Double)] = []
+            let first = cellSources.count
             while i < pieces.count, pieces[i].hour == key {
                 let index = pieces[i].record
-                let r = records[index]
                 var nanos: Int64 = 0
                 var whole = false
                 while i < pieces.count, pieces[i].hour == key, pieces[i].record == index {
                     if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
                     i += 1
                 }
-                let contribution = whole ? r.value : r.value * (Double(nanos) / Double(r.end - r.start))
-                if let k = cells.firstIndex(where: { $0.source == r.source }) {
-                    cells[k].raw += contribution
+                let value = records[index].value
+                let contribution = whole ? value : value * (Double(nanos) / Double(records[index].end - records[index].start))
+                let source = records[index].source
+                var k = first
+                while k < cellSources.count, cellSources[k] != source { k += 1 }
+                if k < cellSources.count {
+                    cellRaws[k] += contribution
                 } else {
-                    cells.append((r.source, contribution))
+                    cellSources.append(source)
+                    cellRaws.append(contribution)
                 }
             }
-            cells.sort { rank[Int($0.source)] < rank[Int($1.source)] }
-            hours.append((key, cells))
+            // By rank, stably (an insertion sort: an hour has a few sources).
+            if cellSources.count - first > 1 {
+                for c in (first + 1)..<cellSources.count {
+                    let (source, raw) = (cellSources[c], cellRaws[c])
+                    var j = c
+                    while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
+                        cellSources[j] = cellSources[j - 1]
+                        cellRaws[j] = cellRaws[j - 1]
+                        j -= 1
+                    }
+                    cellSources[j] = source
+                    cellRaws[j] = raw
+                }
+            }
+            keys.append(key)
+            cellEnds.append(cellSources.count)
         }
 
         // Per day: the cells' micro-units, anchored on the day's total.
         var dayValue = anchors ?? [:]
         for row in dayRows { dayValue[row.day] = row.value }
         var out: [HourTotal] = []
-        out.reserveCapacity(hours.count)
+        out.reserveCapacity(keys.count)
+        zone = -1
         var h = 0
-        while h < hours.count {
-            let day = hours[h].key.day
+        while h < keys.count {
+            let day = keys[h].day
             var last = h
-            while last + 1 < hours.count, hours[last + 1].key.day == day { last += 1 }
-            let raws = hours[h...last].flatMap { $0.cells.map(\.raw) }
+            while last + 1 < keys.count, keys[last + 1].day == day { last += 1 }
+            let dayCells = (h == 0 ? 0 : cellEnds[h - 1])..<cellEnds[last]
+            let raws = cellRaws[dayCells]
             let micros = apportion(raws, total: dayValue[day] ?? raws.reduce(0, +))
-            var cell = 0
-            for (key, cells) in hours[h...last] {
+            var cell = dayCells.lowerBound
+            for hour in h...last {
+                let key = keys[hour]
                 var shares: [SourceShare] = []
+                shares.reserveCapacity(cellEnds[hour] - cell)
                 var microSum: Int64 = 0
                 var rawSum = 0.0
-                for c in cells {
+                while cell < cellEnds[hour] {
                     let v: Double
                     if let micros {
-                        microSum += micros[cell]
-                        v = Double(micros[cell]) / 1e6
+                        let m = micros[cell - dayCells.lowerBound]
+                        microSum += m
+                        v = Double(m) / 1e6
                     } else {
-                        rawSum += c.raw
-                        v = c.raw
+                        rawSum += cellRaws[cell]
+                        v = cellRaws[cell]
                     }
-                    shares.append(SourceShare(source: sources[Int(c.source)], value: v))
+                    shares.append(SourceShare(source: sources[Int(cellSources[cell])], value: v))
                     cell += 1
                 }
-                let rules = zones[Int(key.zone)]
+                if key.zone != zone {
+                    zone = key.zone
+                    rules = zones[Int(zone)]
+                }
                 out.append(HourTotal(
                     key: DayKey(user: user, metric: metric, day: CivilDay(number: key.day)),
                     start: Instant(nanoseconds: key.start), startOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
@@ -170,12 +215,12 @@ enum HourRollup {
             while end < pieces.count, pieces[end].hour == pieces[first].hour { end += 1 }
             if end - first > 32 {
                 // Many pieces in one hour: a sort, never a quadratic one (two records never tie).
-                pieces[first..<end].sort { records[$0.record].precedesInSumOrder(records[$1.record]) }
+                pieces[first..<end].sort { precedesInSumOrder($0.record, $1.record, records) }
             } else if end - first > 1 {
                 for i in (first + 1)..<end { // insertion sort: a few steps an hour
                     let piece = pieces[i]
                     var j = i
-                    while j > first, records[piece.record].precedesInSumOrder(records[pieces[j - 1].record]) {
+                    while j > first, precedesInSumOrder(piece.record, pieces[j - 1].record, records) {
                         pieces[j] = pieces[j - 1]
                         j -= 1
                     }
@@ -184,6 +229,17 @@ enum HourRollup {
             }
             first = end
         }
+    }
+
+    /// `records[a].precedesInSumOrder(records[b])`, reading the fields in place: a copy of a
+    /// record retains its uuid, and the piece sort compares a few thousand pairs a read.
+    @inline(__always)
+    static func precedesInSumOrder(_ a: Int, _ b: Int, _ records: [Record]) -> Bool {
+        let sa = records[a].start, sb = records[b].start
+        if sa != sb { return sa < sb }
+        let ea = records[a].end, eb = records[b].end
+        if ea != eb { return ea < eb }
+        return records[a].uuid.utf8.lexicographicallyPrecedes(records[b].uuid.utf8)
     }
 
     /// The indices of `records` in their sum order (`Record.precedesInSumOrder`): sorted by
@@ -202,7 +258,7 @@ enum HourRollup {
     /// Whole micro-units for `raws` that add up to `total` rounded to 6 decimals, each within
     /// one micro-unit of its raw share (largest remainder); nil when the amounts are too
     /// large for micro-units to be exact.
-    static func apportion(_ raws: [Double], total: Double) -> [Int64]? {
+    static func apportion<Raws: RandomAccessCollection<Double>>(_ raws: Raws, total: Double) -> [Int64]? {
         let limit = 4.5e15 // below 2^52: a Double holds every micro-unit, and x / 1e6 prints back as x
         let target = (total * 1e6).rounded()
         guard target.isFinite, abs(target) < limit else { return nil }
@@ -229,7 +285,8 @@ enum HourRollup {
             for k in micros.indices { micros[k] += each }
             missing -= each * n
         }
-        let order = raws.indices.sorted { remainders[$0] != remainders[$1] ? remainders[$0] > remainders[$1] : $0 < $1 }
+        guard missing != 0 else { return micros }
+        let order = remainders.indices.sorted { remainders[$0] != remainders[$1] ? remainders[$0] > remainders[$1] : $0 < $1 }
         var k = 0
         while missing > 0 {
             micros[order[k]] += 1
@@ -256,6 +313,14 @@ enum HourRollup {
             a.key.day == b.key.day && a.start == b.start && a.end == b.end
                 && a.startOffsetSeconds == b.startOffsetSeconds && a.endOffsetSeconds == b.endOffsetSeconds
         }
+        // Rows strictly in this order hold no two rows of one hour (one zone's hours, or
+        // zones whose hours differ): nothing to merge or move.
+        var inOrder = true
+        for k in rows.indices.dropFirst() where !order(rows[k - 1], rows[k]) {
+            inOrder = false
+            break
+        }
+        if inOrder { return rows }
         let sorted = rows.sorted(by: order)
         var out: [HourTotal] = []
         out.reserveCapacity(sorted.count)

@@ -48,3 +48,59 @@ public struct HourTotal: Equatable, Sendable {
             + ",\"start\":\"\(startText)\",\"end\":\"\(endText)\"," + summary.jsonFields + "}"
     }
 }
+
+extension HourTotal {
+    /// Appends `localTime(instant, offsetSeconds:)`'s UTF-8 to `out`, without building a String
+    /// for the common case (whole seconds, a year of 0–9999, an offset under 100 hours): a
+    /// read answer writes two of these per hour row.
+    public static func appendLocalTime(_ instant: Instant, offsetSeconds: Int, to out: inout [UInt8]) {
+        let wall = instant.nanoseconds + Int64(offsetSeconds) * Instant.nanosPerSecond
+        let dayNumber = floorDiv(wall, Instant.nanosPerDay)
+        let inDay = wall - dayNumber * Instant.nanosPerDay
+        let minutes = abs(offsetSeconds) / 60
+        let (year, month, day) = CivilDay(number: Int32(dayNumber)).components
+        guard inDay % Instant.nanosPerSecond == 0, (0...9999).contains(year), minutes / 60 < 100 else {
+            out.append(contentsOf: localTime(instant, offsetSeconds: offsetSeconds).utf8)
+            return
+        }
+        let secs = Int(inDay / Instant.nanosPerSecond)
+        appendDate(year: year, month: month, day: day, to: &out)
+        out.append(UInt8(ascii: "T"))
+        appendTwoDigits(secs / 3600, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendTwoDigits(secs / 60 % 60, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendTwoDigits(secs % 60, to: &out)
+        out.append(offsetSeconds < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+        appendTwoDigits(minutes / 60, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendTwoDigits(minutes % 60, to: &out)
+    }
+
+    /// Appends `day.description`'s UTF-8 to `out` (`YYYY-MM-DD`), without a String for a year
+    /// of 0–9999.
+    public static func appendDay(_ day: CivilDay, to out: inout [UInt8]) {
+        let (year, month, dayOfMonth) = day.components
+        guard (0...9999).contains(year) else {
+            out.append(contentsOf: day.description.utf8)
+            return
+        }
+        appendDate(year: year, month: month, day: dayOfMonth, to: &out)
+    }
+
+    @inline(__always)
+    private static func appendDate(year: Int, month: Int, day: Int, to out: inout [UInt8]) {
+        appendTwoDigits(year / 100, to: &out)
+        appendTwoDigits(year % 100, to: &out)
+        out.append(UInt8(ascii: "-"))
+        appendTwoDigits(month, to: &out)
+        out.append(UInt8(ascii: "-"))
+        appendTwoDigits(day, to: &out)
+    }
+
+    @inline(__always)
+    private static func appendTwoDigits(_ v: Int, to out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: 48 + v / 10))
+        out.append(UInt8(truncatingIfNeeded: 48 + v % 10))
+    }
+}

@@ -72,7 +72,18 @@ public struct SampleWindow {
     /// end with another: the only ones whose uuids a tie-break compares.
     public func recordsNeedingUUIDs(_ metric: Metric) -> [Int] {
         let recs = records[metric.index]
-        var bounds = recs.indices.map { (start: recs[$0].start, end: recs[$0].end, index: $0) }
+        // First the starts alone, as plain integers (cheap to sort): two samples can share their
+        // bounds only at a start two samples share, and most windows have none.
+        var starts: [Int64] = []
+        starts.reserveCapacity(recs.count)
+        for k in recs.indices { starts.append(recs[k].start) }
+        starts.sort()
+        var shared: [Int64] = [] // ascending
+        for k in starts.indices.dropFirst() where starts[k] == starts[k - 1] && shared.last != starts[k] { shared.append(starts[k]) }
+        guard !shared.isEmpty else { return [] }
+        let sharedSet: Set<Int64>? = shared.count > 8 ? Set(shared) : nil // a few are looked up faster by a scan than a hash
+        var bounds = recs.indices.filter { i in sharedSet?.contains(recs[i].start) ?? shared.contains(recs[i].start) }
+            .map { (start: recs[$0].start, end: recs[$0].end, index: $0) }
         bounds.sort { ($0.start, $0.end) < ($1.start, $1.end) }
         var out: [Int] = []
         var k = 0

@@ -103,6 +103,7 @@ struct TimelineResolver {
         order.sort { records[$0].start < records[$1].start }
 
         var runs: [Run] = []
+        runs.reserveCapacity(order.count) // about one run per interval: growing it cost a tenth of this function
         var heap = WinnerHeap(resolver: self)
         var next = 0
         var t = Int64.min

@@ -184,9 +184,13 @@ struct StoredSamples {
         // 1): each name is looked up and interned once, and no id is hashed per sample.
         var sourceIDs: [Int32] = []
         var zoneIDs: [Int32] = []
+        // What a miss needs, taken out of `self`: a closure called per sample that reaches
+        // `self` copies this whole struct (its names, path and priority) on every call.
+        let names = self.names
+        let path = self.path
         func windowID(_ id: Int64, in table: inout [Int32], interning intern: (String) -> Int32) throws -> Int32 {
             if id >= 0, id < table.count, table[Int(id)] >= 0 { return table[Int(id)] }
-            let mapped = intern(try name(id, user: user))
+            let mapped = intern(try Self.name(id, in: names, path: path, user: user))
             guard id >= 0, id < 1 << 20 else { return mapped } // a stray id is looked up each time instead
             if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
             table[Int(id)] = mapped
@@ -251,7 +255,7 @@ struct StoredSamples {
         }
     }
 
-    private func name(_ id: Int64, user: String) throws -> String {
+    private static func name(_ id: Int64, in names: [Int64: String], path: String, user: String) throws -> String {
         guard let name = names[id] else {
             throw Shard.ShardError(.notAShard, "\(path): a stored sample of user \(user) refers to name \(id), which the shard does not have: rebuild the projection")
         }

@@ -239,6 +239,67 @@ func printed(_ value: Double) -> Decimal { Decimal(string: DayTotal.format(value
         ])
     }
 
+    @Test func londonAndLisbonShareOneHourRow() {
+        // January: London and Lisbon both show +00:00. The watch's London half hour
+        // 09:00–09:30 (30) and the phone's Lisbon 09:30–10:30 (60, 1 a minute) meet in one
+        // civil hour: one row 09:00–10:00 of 30 + 30, the watch's share first (it outranks the
+        // phone); 10:00–11:00 the phone's other 30. Day 90.
+        let events = [
+            added("w", "watch", "2026-01-15T09:00:00Z", "2026-01-15T09:30:00Z", 30, zone: "Europe/London"),
+            added("p", "phone", "2026-01-15T09:30:00Z", "2026-01-15T10:30:00Z", 60, zone: "Europe/Lisbon"),
+        ]
+        let (hours, days) = hours(events, from: "2026-01-15", to: "2026-01-15")
+        #expect(days.map(\.jsonLine) == [#"{"user":"ana","metric":"steps","day":"2026-01-15","value":90}"#])
+        #expect(lines(hours) == [
+            "2026-01-15T09:00:00+00:00 2026-01-15T10:00:00+00:00 60 watch=30,phone=30",
+            "2026-01-15T10:00:00+00:00 2026-01-15T11:00:00+00:00 30 phone=30",
+        ])
+    }
+
+    @Test func tokyoAndLondonHoursOfOneInstantAreTwoRowsInOffsetOrder() {
+        // 00:00–01:00Z is 09:00+09:00 in Tokyo and 00:00+00:00 in London, both on 2026-01-15:
+        // the watch's Tokyo half hour (30) and the phone's London half hour (60) are two rows of
+        // the same bounds, London's (offset 0) first although Tokyo's zone was seen first. Day 90.
+        let events = [
+            added("w", "watch", "2026-01-15T00:00:00Z", "2026-01-15T00:30:00Z", 30, zone: "Asia/Tokyo"),
+            added("p", "phone", "2026-01-15T00:30:00Z", "2026-01-15T01:00:00Z", 60, zone: "Europe/London"),
+        ]
+        let (hours, _) = hours(events, from: "2026-01-15", to: "2026-01-15")
+        #expect(lines(hours) == [
+            "2026-01-15T00:00:00+00:00 2026-01-15T01:00:00+00:00 60 phone=60",
+            "2026-01-15T09:00:00+09:00 2026-01-15T10:00:00+09:00 30 watch=30",
+        ])
+    }
+
+    @Test func localTimesWrittenAsBytesReadAsTheirText() throws {
+        func bytes(_ rfc3339: String, _ offset: Int) throws -> String {
+            var out: [UInt8] = []
+            HourTotal.appendLocalTime(try Instant(rfc3339: rfc3339), offsetSeconds: offset, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        #expect(try bytes("2026-11-01T06:00:00Z", -18_000) == "2026-11-01T01:00:00-05:00")
+        #expect(try bytes("2026-11-01T06:00:00Z", 0) == "2026-11-01T06:00:00+00:00")
+        // New York's local mean time (-4:56:02): the offset's seconds are not shown.
+        #expect(try bytes("1900-01-01T00:00:00Z", -17_762) == "1899-12-31T19:03:58-04:56")
+        // A fraction of a second takes the general path.
+        #expect(try bytes("2024-03-30T05:30:00.25Z", 19_800) == "2024-03-30T11:00:00.25+05:30")
+        var day: [UInt8] = []
+        HourTotal.appendDay(try #require(CivilDay("0987-01-02")), to: &day)
+        #expect(String(decoding: day, as: UTF8.self) == "0987-01-02")
+    }
+
+    @Test func onlySamplesSharingBothBoundsNeedTheirUUIDs() {
+        // Places 0 and 2 share their start only; 1 and 3 start and end together.
+        var window = SampleWindow(user: "ana", priority: .builtIn)
+        let source = window.sourceID("watch"), zone = window.zoneID("UTC")
+        for (start, end) in [(0, 60), (100, 160), (0, 30), (100, 160), (200, 260)] as [(Int64, Int64)] {
+            window.addWithoutUUID(metric: .steps, source: source, zone: zone, start: start * Instant.nanosPerSecond,
+                                  end: end * Instant.nanosPerSecond, value: 1, version: 0, seq: 0)
+        }
+        #expect(window.recordsNeedingUUIDs(.steps) == [1, 3])
+        #expect(window.recordsNeedingUUIDs(.distance) == [])
+    }
+
     @Test func largestRemainderStaysWithinOneMicroUnit() {
         // Three thirds of 1 (333333.33… micro-units each) must add up to 1.000000: the first
         // (ties go to the earlier cell) gets the missing micro-unit.

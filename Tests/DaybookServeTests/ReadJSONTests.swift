@@ -35,4 +35,24 @@ import Testing
         #expect(json == #"{"user":"ana","metric":"steps","bucket":"hour","rows":[{"day":"2024-11-03","start":"2024-11-03T01:00:00-04:00","end":"2024-11-03T01:00:00-05:00","value":600},"#
             + #"{"day":"2024-11-03","start":"2024-11-03T01:00:00-05:00","end":"2024-11-03T02:00:00-05:00","value":400}],"unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
     }
+
+    /// Shares in rank order, a source name escaped, a half-hour offset, and a start with a
+    /// fraction of a second (the general path of the time's text).
+    @Test func hourRowsWithSources() throws {
+        let day = DayKey(user: "ana", metric: .steps, day: try #require(CivilDay("2024-03-30")))
+        let rows = [
+            HourTotal(key: day, start: try Instant(rfc3339: "2024-03-30T04:30:00Z"), startOffsetSeconds: 19_800,
+                      end: try Instant(rfc3339: "2024-03-30T05:30:00Z"), endOffsetSeconds: 19_800,
+                      summary: .cumulative(value: 1350.5, sources: [SourceShare(source: "watch", value: 1000), SourceShare(source: "pho\"ne", value: 350.5)])),
+            HourTotal(key: day, start: try Instant(rfc3339: "2024-03-30T05:30:00.25Z"), startOffsetSeconds: 19_800,
+                      end: try Instant(rfc3339: "2024-03-30T06:30:00Z"), endOffsetSeconds: 19_800,
+                      summary: .cumulative(value: 2.5, sources: [SourceShare(source: "watch", value: 2.5)])),
+        ]
+        let json = ReadJSON.hours(user: "ana", metric: .steps, rows, sources: true, asOf: asOf)
+        #expect(json == #"{"user":"ana","metric":"steps","bucket":"hour","rows":[{"day":"2024-03-30","start":"2024-03-30T10:00:00+05:30","end":"2024-03-30T11:00:00+05:30","value":1350.5,"#
+            + #""sources":[{"source":"watch","value":1000},{"source":"pho\"ne","value":350.5}]},"#
+            + #"{"day":"2024-03-30","start":"2024-03-30T11:00:00.25+05:30","end":"2024-03-30T12:00:00+05:30","value":2.5,"sources":[{"source":"watch","value":2.5}]}],"#
+            + #""unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
+        #expect(throws: Never.self) { try JSONParser.parse(json) }
+    }
 }
