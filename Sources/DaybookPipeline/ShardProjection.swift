@@ -1,5 +1,6 @@
 import DaybookCore
 import DaybookStore
+import DaybookSupport
 
 /// Applies decoded events to one shard through a ledger that caches it: load what the
 /// events need, apply them, recompute the days they touched, commit samples, rows, dead
@@ -70,39 +71,52 @@ public final class ShardProjection {
         var outcome = BatchOutcome()
         var dirty = Set<DayKey>()
         let staleBefore = ledger.staleResendCount
-        // By index over the array's storage: an `Event` copy goes through its value witnesses
-        // (`Ledger.Staged`), and these loops read each in place.
-        events.withUnsafeBufferPointer { staged in
-            for i in staged.indices {
-                let position = staged[i].position, deliveredAt = staged[i].deliveredAt
-                // What the cache knew of the uuid before the event changed it.
-                var storeLacks = false
-                let changed: Bool
-                if position < rereadBelow {
-                    if case .sampleAdded(let sample) = staged[i].event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
-                    changed = ledger.reapply(staged[i].event, at: position, dirty: &dirty)
-                } else {
-                    changed = ledger.apply(staged[i].event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+        // A run of one (user, source) pair's samples, merged into `batch.sync` once the pair
+        // changes: a sync delivers many samples of one source, and merging is order-free
+        // (`SourceSync.merge`), so the batch's table is probed once per run, not per event.
+        var run: SourceSync?
+        func endRun() {
+            guard let done = run else { return }
+            batch.sync[SyncKey(user: done.user, source: done.source), default: SourceSync(user: done.user, source: done.source)].merge(done)
+            run = nil
+        }
+        // Each staged event is copied out once: reading a field of `staged[i]` in place still
+        // copied the whole `Staged` (its `Event` through value witnesses) at every use.
+        for item in events {
+            let position = item.position
+            // What the cache knew of the uuid before the event changed it.
+            var storeLacks = false
+            let changed: Bool
+            if position < rereadBelow {
+                if case .sampleAdded(let sample) = item.event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
+                changed = ledger.reapply(item.event, at: position, dirty: &dirty)
+            } else {
+                changed = ledger.apply(item.event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+            }
+            switch item.event {
+            case .sampleAdded(let sample):
+                if changed {
+                    batch.upserts.append((sample, position))
+                    batch.storeLacks.append(storeLacks)
                 }
-                switch staged[i].event {
-                case .sampleAdded(let sample):
-                    if changed {
-                        batch.upserts.append((sample, position))
-                        batch.storeLacks.append(storeLacks)
+                if recordingSync {
+                    if let current = run, NameHash.sameBytes(current.user, sample.user), NameHash.sameBytes(current.source, sample.source) {
+                        // the same pair as the event before
+                    } else {
+                        endRun()
+                        run = SourceSync(user: sample.user, source: sample.source)
                     }
-                    if recordingSync {
-                        batch.sync[SyncKey(user: sample.user, source: sample.source), default: SourceSync(user: sample.user, source: sample.source)]
-                            .note(sample, deliveredAt: deliveredAt)
-                    }
-                case .sampleDeleted(let user, let uuid):
-                    batch.deletes.append((user, uuid))
-                case .sourceCheckedIn:
-                    if recordingSync, let life = SourceSync.signOfLife(staged[i].event, deliveredAt: deliveredAt) {
-                        batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
-                    }
+                    run?.note(sample, deliveredAt: item.deliveredAt)
+                }
+            case .sampleDeleted(let user, let uuid):
+                batch.deletes.append((user, uuid))
+            case .sourceCheckedIn:
+                if recordingSync, let life = SourceSync.signOfLife(item.event, deliveredAt: item.deliveredAt) {
+                    batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
                 }
             }
         }
+        endRun()
         outcome.applied += events.count
         outcome.staleResends = ledger.staleResendCount - staleBefore
         batch.rows = ledger.recompute(dirty)
