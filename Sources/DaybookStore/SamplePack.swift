@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 
 /// The samples of one (user, metric, UTC day of their start) in one blob: the state store's
 /// row (table `packs`), written once per batch that changes the day instead of a row and an
@@ -362,11 +363,7 @@ enum SamplePack {
         h = (h ^ 0xff) &* 0x100_0000_01b3
         uuid.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
         // A finaliser, so that uuids differing in their last characters spread over the key space.
-        h ^= h >> 33
-        h = h &* 0xff51_afd7_ed55_8ccd
-        h ^= h >> 33
-        h = h &* 0xc4ce_b9fe_1a85_ec53
-        h ^= h >> 33
+        h = NameHash.finalize(h)
         return Int64(Int32(truncatingIfNeeded: h ^ h >> 32))
     }
 }

@@ -71,9 +71,7 @@ public enum NameHash {
     public static func sameBytes(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
         let answer = a.utf8.withContiguousStorageIfAvailable { x in
-            b.utf8.withContiguousStorageIfAvailable { y in
-                x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
-            }
+            b.utf8.withContiguousStorageIfAvailable { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
         }
         if let answer, let answer { return answer }
         return a.utf8.elementsEqual(b.utf8)
@@ -88,22 +86,30 @@ public enum NameHash {
         return bytes.elementsEqual(name.utf8)
     }
 
-    /// A table hash of an already mixed 64-bit `value` under a table's `seed` (what
-    /// `Hashable._rawHashValue(seed:)` returns): murmur3's finaliser, a bijection, so two
-    /// keys share a bucket only as often as chance has them.
+    /// murmur3's 64-bit finaliser: a bijection that spreads every input bit over the word.
+    /// Unseeded and fixed forever: the store's uuid index (`SamplePack.hash`) keeps its output on disk.
     @inline(__always)
-    public static func table(_ value: UInt64, seed: Int) -> Int {
-        var h = value ^ UInt64(UInt(bitPattern: seed))
+    public static func finalize(_ value: UInt64) -> UInt64 {
+        var h = value
         h ^= h >> 33
         h = h &* 0xff51_afd7_ed55_8ccd
         h ^= h >> 33
         h = h &* 0xc4ce_b9fe_1a85_ec53
         h ^= h >> 33
-        return Int(truncatingIfNeeded: h)
+        return h
     }
 
-    /// An integer's table hash (`table(_:seed:)` of it): for keys whose values the log does
-    /// not choose freely (log positions, day numbers), without SipHash.
+    /// A table hash of an already mixed 64-bit `value` under a table's `seed` (what
+    /// `Hashable._rawHashValue(seed:)` returns): `finalize` of the two, so two keys share a
+    /// bucket only as often as chance has them.
+    @inline(__always)
+    public static func table(_ value: UInt64, seed: Int) -> Int {
+        Int(truncatingIfNeeded: finalize(value ^ UInt64(UInt(bitPattern: seed))))
+    }
+
+    /// An integer's table hash (`table(_:seed:)` of it), without SipHash: log positions, day
+    /// numbers, the store's uuid hashes. Each table's own seed goes in, so a producer that
+    /// chooses its days cannot choose their buckets.
     @inline(__always)
     public static func table(int value: Int64, seed: Int) -> Int {
         table(UInt64(bitPattern: value) &* 0x9E37_79B9_7F4A_7C15, seed: seed)
