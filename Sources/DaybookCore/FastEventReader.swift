@@ -21,35 +21,45 @@ enum FastEventReader {
     /// metric, unit or times; an id of ASCII (nearly every one) is NFC without a look.
     /// Complexity: O(n) in the line length, one pass.
     static func event(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) -> Event? {
-        var r = JSONParser.Reader(bytes: bytes)
+        guard let base = bytes.baseAddress else { return nil }
+        var c = Cursor(base: base, count: bytes.count)
         var type: Text?, user: Text?, uuid: Text?
         var sample: Sample?
         var seen = Members()
-        let ok = object(&r) { key, r in
-            if key.is("type") { guard seen.first(0) else { return false }; type = text(&r); return type != nil }
-            if key.is("user") { guard seen.first(1) else { return false }; user = text(&r); return user != nil }
-            if key.is("uuid") { guard seen.first(2) else { return false }; uuid = text(&r); return uuid != nil }
-            if key.is("schema") {
-                guard seen.first(3), case .number(1)? = try? r.number() else { return false }
-                return true
-            }
-            if key.is("sample") {
-                guard seen.first(4) else { return false }
-                sample = validSample(&r, zones: &zones)
-                return sample != nil
-            }
-            return seen.firstUnknown(key.string) && skip(&r, depth: 1)
+        guard c.open() else { return nil }
+        if !c.closeAtOnce() {
+            repeat {
+                guard let key = c.key() else { return nil }
+                if key.is("type") {
+                    guard seen.first(0), let t = c.text() else { return nil }
+                    type = t
+                } else if key.is("user") {
+                    guard seen.first(1), let t = c.text() else { return nil }
+                    user = t
+                } else if key.is("uuid") {
+                    guard seen.first(2), let t = c.text() else { return nil }
+                    uuid = t
+                } else if key.is("schema") {
+                    guard seen.first(3), case .number(1)? = c.jsonNumber() else { return nil }
+                } else if key.is("sample") {
+                    guard seen.first(4), let s = validSample(&c, zones: &zones) else { return nil }
+                    sample = s
+                } else {
+                    guard seen.firstUnknown(key.string), c.skip(depth: 1) else { return nil }
+                }
+            } while c.nextMember()
+            guard c.closed else { return nil }
         }
-        guard ok, let type, let user, !user.bytes.isEmpty else { return nil }
-        r.skipSpace()
-        guard r.i == bytes.count else { return nil }
-        if Key(bytes: type.bytes).is("sample-added") {
-            guard uuid == nil, var s = sample, let name = id(user) else { return nil }
+        guard let type, let user, !user.bytes.isEmpty else { return nil }
+        c.skipSpace()
+        guard c.atEnd else { return nil }
+        if type.is("sample-added") {
+            guard uuid == nil, var s = sample, let name = name(user, &zones) else { return nil }
             s.user = name
             return .sampleAdded(s)
         }
-        if Key(bytes: type.bytes).is("sample-deleted") {
-            guard sample == nil, let uuid, !uuid.bytes.isEmpty, let name = id(user), let sampleID = id(uuid) else { return nil }
+        if type.is("sample-deleted") {
+            guard sample == nil, let uuid, !uuid.bytes.isEmpty, let name = name(user, &zones), let sampleID = id(uuid) else { return nil }
             return .sampleDeleted(user: name, uuid: sampleID)
         }
         return nil
@@ -57,42 +67,57 @@ enum FastEventReader {
 
     /// A sample that passes every rule of `EventDecoder.validateSample`, computed as it
     /// computes it (same conversions, same bounds), with an empty user; nil otherwise.
-    private static func validSample(_ r: inout JSONParser.Reader, zones: inout ZoneMemo) -> Sample? {
+    private static func validSample(_ c: inout Cursor, zones: inout ZoneMemo) -> Sample? {
         var uuid: Text?, metricName: Text?, source: Text?, start: Text?, end: Text?, unit: Text?, zone: Text?
         var value: Double?
         var version: Int64 = 0
         var seen = Members()
-        let ok = object(&r) { key, r in
-            if key.is("uuid") { guard seen.first(0) else { return false }; uuid = text(&r); return uuid != nil }
-            if key.is("metric") { guard seen.first(1) else { return false }; metricName = text(&r); return metricName != nil }
-            if key.is("source") { guard seen.first(2) else { return false }; source = text(&r); return source != nil }
-            if key.is("start") { guard seen.first(3) else { return false }; start = text(&r); return start != nil }
-            if key.is("end") { guard seen.first(4) else { return false }; end = text(&r); return end != nil }
-            if key.is("unit") { guard seen.first(5) else { return false }; unit = text(&r); return unit != nil }
-            if key.is("zone") { guard seen.first(6) else { return false }; zone = text(&r); return zone != nil }
-            if key.is("value") {
-                guard seen.first(7), r.i < r.bytes.count, r.bytes[r.i] == 45 || (r.bytes[r.i] >= 48 && r.bytes[r.i] <= 57),
-                      case .number(let d)? = try? r.number() else { return false }
-                value = d
-                return true
-            }
-            if key.is("version") {
-                guard seen.first(8), let v = integer(&r) else { return false }
-                version = v
-                return true
-            }
-            return seen.firstUnknown(key.string) && skip(&r, depth: 2) // the sample's members are one level deeper
+        guard c.open() else { return nil }
+        if !c.closeAtOnce() {
+            repeat {
+                guard let key = c.key() else { return nil }
+                if key.is("uuid") {
+                    guard seen.first(0), let t = c.text() else { return nil }
+                    uuid = t
+                } else if key.is("metric") {
+                    guard seen.first(1), let t = c.text() else { return nil }
+                    metricName = t
+                } else if key.is("source") {
+                    guard seen.first(2), let t = c.text() else { return nil }
+                    source = t
+                } else if key.is("start") {
+                    guard seen.first(3), let t = c.text() else { return nil }
+                    start = t
+                } else if key.is("end") {
+                    guard seen.first(4), let t = c.text() else { return nil }
+                    end = t
+                } else if key.is("unit") {
+                    guard seen.first(5), let t = c.text() else { return nil }
+                    unit = t
+                } else if key.is("zone") {
+                    guard seen.first(6), let t = c.text() else { return nil }
+                    zone = t
+                } else if key.is("value") {
+                    guard seen.first(7), let d = c.sampleValue() else { return nil }
+                    value = d
+                } else if key.is("version") {
+                    guard seen.first(8), let v = c.integer() else { return nil }
+                    version = v
+                } else {
+                    // The sample's members are one level deeper.
+                    guard seen.firstUnknown(key.string), c.skip(depth: 2) else { return nil }
+                }
+            } while c.nextMember()
+            guard c.closed else { return nil }
         }
-        guard ok, let uuid, !uuid.bytes.isEmpty, let metricName, let source, !source.bytes.isEmpty, let start, let end,
+        guard let uuid, !uuid.bytes.isEmpty, let metricName, let source, !source.bytes.isEmpty, let start, let end,
               let raw = value, let unit, let zone else { return nil }
-        guard let entry = units.first(where: { $0.name.elementsEqual(metricName.bytes) }),
-              let factor = entry.units.first(where: { $0.unit.elementsEqual(unit.bytes) })?.factor,
+        guard let metric = metric(metricName), let factor = factor(unit, of: metric),
               case .instant(let from) = Instant.parse(start.bytes), case .instant(let to) = Instant.parse(end.bytes), to >= from else { return nil }
-        let metric = entry.metric
         guard EventDecoder.lastsAtMostAWeek(from: from, to: to), EventDecoder.admits(raw, for: metric) else { return nil }
         let converted = raw * factor
         guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
-        guard let sampleID = id(uuid), let sourceName = id(source), let zoneName = id(zone) else { return nil }
+        guard let sampleID = id(uuid), let sourceName = name(source, &zones), let zoneName = name(zone, &zones) else { return nil }
         if !zones.contains(zone.bytes) {
             guard ZoneRules.named(zoneName) != nil else { return nil }
             zones.insert(zone.bytes)
@@ -101,48 +126,49 @@ enum FastEventReader {
                       start: from, end: to, value: converted, zone: zoneName, version: version)
     }
 
-    /// Each metric's name and its units with their factors, as bytes (`Metric.units`),
-    /// made once: matching a line's metric and unit builds nothing.
-    private static let units: [(metric: Metric, name: [UInt8], units: [(unit: [UInt8], factor: Double)])] =
-        Metric.allCases.map { m in (m, Array(m.rawValue.utf8), m.units.map { (Array($0.unit.utf8), $0.factor) }) }
+    /// The metric a name spells (`Metric.rawValue`), compared as bytes: nothing is built.
+    private static func metric(_ name: Text) -> Metric? {
+        if name.is("steps") { return .steps }
+        if name.is("heart_rate") { return .heartRate }
+        if name.is("active_energy") { return .activeEnergy }
+        if name.is("distance") { return .distance }
+        return nil
+    }
+
+    /// The factor `Metric.units` gives `unit` for `metric`, found by bytes; nil for a unit
+    /// the metric does not accept. `FastEventReaderTests` checks it against `Metric.units`
+    /// for every metric and unit.
+    static func factor(_ unit: UnsafeBufferPointer<UInt8>, of metric: Metric) -> Double? {
+        factor(Text(bytes: unit, ascii: true), of: metric)
+    }
+
+    private static func factor(_ unit: Text, of metric: Metric) -> Double? {
+        switch metric {
+        case .steps: return unit.is("count") ? 1 : nil
+        case .heartRate: return unit.is("count/min") ? 1 : nil
+        case .activeEnergy:
+            if unit.is("kcal") || unit.is("Cal") { return 1 }
+            return unit.is("kJ") ? 1 / 4.184 : nil
+        case .distance:
+            if unit.is("m") { return 1 }
+            if unit.is("km") { return 1000 }
+            return unit.is("mi") ? 1609.344 : nil
+        }
+    }
 
     /// A string value as it stands between its quotes, and whether it is all ASCII (seen by
     /// the same scan, so nothing looks at its bytes twice).
     private struct Text {
         var bytes: UnsafeBufferPointer<UInt8>
         var ascii: Bool
-    }
 
-    /// A string value without escapes or control characters, or nil (the caller gives up)
-    /// for anything else. Bytes of 0x80 and above are checked by `id`.
-    private static func text(_ r: inout JSONParser.Reader) -> Text? {
-        guard r.i < r.bytes.count, r.bytes[r.i] == 34, let base = r.bytes.baseAddress else { return nil }
-        let start = r.i + 1
-        var i = start
-        var high: UInt8 = 0
-        // Eight bytes at a time while none of them is a quote, a backslash or a control
-        // character (each found by the classic "has a zero byte" test on the word); the word
-        // that holds one, and the tail, go byte by byte below, which decides as before.
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        while i + 8 <= r.bytes.count {
-            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
-            let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((w &- ones &* 0x20) & ~w)
-            guard special & highs == 0 else { break }
-            if w & highs != 0 { high = 0x80 }
-            i += 8
+        /// Whether the text is exactly `name`, byte for byte.
+        func `is`(_ name: StaticString) -> Bool {
+            guard bytes.count == name.utf8CodeUnitCount, let base = bytes.baseAddress else { return false }
+            return memcmp(base, name.utf8Start, bytes.count) == 0
         }
-        while i < r.bytes.count {
-            let c = r.bytes[i]
-            if c == 34 {
-                r.i = i + 1
-                return Text(bytes: UnsafeBufferPointer(rebasing: r.bytes[start..<i]), ascii: high < 0x80)
-            }
-            if c == 92 || c < 0x20 { return nil }
-            high |= c
-            i += 1
-        }
-        return nil
+
+        var string: String { String(decoding: bytes, as: UTF8.self) }
     }
 
     /// An id or name as the event keeps it: ASCII as it stands; anything else only if it is
@@ -153,23 +179,10 @@ enum FastEventReader {
         return string
     }
 
-    /// A non-negative integer literal that fits in an Int64 (digits only, no leading zero
-    /// before another digit, not followed by a fraction or exponent), or nil: the general
-    /// path then decides, and names the fault.
-    private static func integer(_ r: inout JSONParser.Reader) -> Int64? {
-        let start = r.i
-        var n: Int64 = 0
-        while r.i < r.bytes.count, r.bytes[r.i] >= 48, r.bytes[r.i] <= 57 {
-            let (m, o1) = n.multipliedReportingOverflow(by: 10)
-            let (a, o2) = m.addingReportingOverflow(Int64(r.bytes[r.i] - 48))
-            guard !o1, !o2 else { return nil }
-            n = a
-            r.i += 1
-        }
-        let digits = r.i - start
-        guard digits > 0, !(digits > 1 && r.bytes[start] == 48) else { return nil }
-        if r.i < r.bytes.count, r.bytes[r.i] == 46 || r.bytes[r.i] == 101 || r.bytes[r.i] == 69 { return nil }
-        return n
+    /// A name a stream repeats (a user, a source, a zone) as `id` reads it, an ASCII one
+    /// from the memo's recent Strings.
+    private static func name(_ text: Text, _ memo: inout ZoneMemo) -> String? {
+        text.ascii ? memo.name(text.bytes) : id(text)
     }
 
     /// The members of one object seen so far, to give up on a repeated one (the tree reader
@@ -191,68 +204,227 @@ enum FastEventReader {
         }
     }
 
-    /// A member's name as it stands in the line: printable ASCII without escapes (anything
-    /// else goes to the general path), compared byte for byte, no String made.
-    private struct Key {
-        let bytes: UnsafeBufferPointer<UInt8>
+    /// A position in a line, read through a raw pointer: every step checks the end itself,
+    /// so nothing pays a bounds check per byte. Anything unusual (a nested value to skip,
+    /// a number beyond the simple ones) goes through `JSONParser.Reader` at the same offset,
+    /// so the rules of what is valid JSON stay the parser's.
+    private struct Cursor {
+        let base: UnsafePointer<UInt8>
+        let count: Int
+        var i = 0
+        /// Set by `nextMember` when it stopped at the object's closing brace.
+        var closed = false
 
-        func `is`(_ name: StaticString) -> Bool {
-            guard bytes.count == name.utf8CodeUnitCount, let base = bytes.baseAddress else { return false }
-            return memcmp(base, name.utf8Start, bytes.count) == 0
+        init(base: UnsafePointer<UInt8>, count: Int) {
+            self.base = base
+            self.count = count
         }
 
-        var string: String { String(decoding: bytes, as: UTF8.self) }
-    }
+        var atEnd: Bool { i == count }
 
-    /// The raw name at a member's opening quote, or nil for an escape, a control character,
-    /// a byte ≥ 0x80 or no closing quote.
-    private static func key(_ r: inout JSONParser.Reader) -> Key? {
-        guard let name = text(&r), name.ascii else { return nil }
-        return Key(bytes: name.bytes)
-    }
+        mutating func skipSpace() {
+            while i < count {
+                let b = base[i]
+                guard b == 32 || b == 10 || b == 13 || b == 9 else { return }
+                i += 1
+            }
+        }
 
-    /// Walks an object's members, calling `member(key, &reader)` positioned at each value;
-    /// the callback consumes the value and returns false to give up.
-    private static func object(_ r: inout JSONParser.Reader, _ member: (Key, inout JSONParser.Reader) -> Bool) -> Bool {
-        r.skipSpace()
-        guard r.i < r.bytes.count, r.bytes[r.i] == 123 else { return false }
-        r.i += 1
-        r.skipSpace()
-        if r.i < r.bytes.count, r.bytes[r.i] == 125 { r.i += 1; return true }
-        while true {
-            r.skipSpace()
-            guard let key = key(&r) else { return false }
-            r.skipSpace()
-            guard r.i < r.bytes.count, r.bytes[r.i] == 58 else { return false }
-            r.i += 1
-            r.skipSpace()
-            guard member(key, &r) else { return false }
-            r.skipSpace()
-            guard r.i < r.bytes.count else { return false }
-            if r.bytes[r.i] == 44 { r.i += 1; continue }
-            if r.bytes[r.i] == 125 { r.i += 1; return true }
+        /// Skips space and an object's opening brace.
+        mutating func open() -> Bool {
+            skipSpace()
+            guard i < count, base[i] == 123 else { return false }
+            i += 1
+            return true
+        }
+
+        /// True (and past it) when the object just opened is `{}`.
+        mutating func closeAtOnce() -> Bool {
+            skipSpace()
+            guard i < count, base[i] == 125 else { return false }
+            i += 1
+            return true
+        }
+
+        /// A member's name and the colon after it, positioned at the value; nil for a name
+        /// with an escape, a control character or a byte ≥ 0x80, or no colon.
+        mutating func key() -> Text? {
+            skipSpace()
+            guard let name = text(), name.ascii else { return nil }
+            skipSpace()
+            guard i < count, base[i] == 58 else { return nil }
+            i += 1
+            skipSpace()
+            return name
+        }
+
+        /// After a member's value: true past a comma (another member follows), false at the
+        /// closing brace (`closed` set) or anything else (`closed` not set: give up).
+        mutating func nextMember() -> Bool {
+            closed = false
+            skipSpace()
+            guard i < count else { return false }
+            if base[i] == 44 { i += 1; return true }
+            if base[i] == 125 { i += 1; closed = true }
             return false
         }
-    }
 
-    /// Skips a value at `depth` (as `JSONParser` counts it), so that the nesting limit is
-    /// the general parser's: a line is never accepted here and malformed there.
-    private static func skip(_ r: inout JSONParser.Reader, depth: Int) -> Bool {
-        (try? r.value(depth: depth)) != nil
+        /// A string value without escapes or control characters, or nil (the caller gives
+        /// up) for anything else. Bytes of 0x80 and above are checked by `id`.
+        mutating func text() -> Text? {
+            guard i < count, base[i] == 34 else { return nil }
+            let start = i + 1
+            var j = start
+            var seen: UInt64 = 0
+            // Eight bytes at a time. In each word the classic "has a zero byte" tests mark
+            // every quote, backslash and control character; the lowest mark is exact
+            // (a false mark can only sit above a true one), so the first special byte is
+            // found by counting trailing zeros: a quote ends the string, anything else
+            // gives up. Bytes of 0x80 and above before the end make the text non-ASCII.
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while j + 8 <= count {
+                let w = UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self)
+                let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+                let special = (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((w &- ones &* 0x20) & ~w)) & highs
+                if special != 0 {
+                    let k = special.trailingZeroBitCount >> 3
+                    guard base[j + k] == 34 else { return nil }
+                    if k > 0 { seen |= w & (UInt64.max >> (64 - 8 * k)) }
+                    i = j + k + 1
+                    return Text(bytes: UnsafeBufferPointer(start: base + start, count: j + k - start), ascii: seen & highs == 0)
+                }
+                seen |= w
+                j += 8
+            }
+            var high = UInt8(truncatingIfNeeded: (seen & highs) == 0 ? 0 : 0x80)
+            while j < count {
+                let b = base[j]
+                if b == 34 {
+                    i = j + 1
+                    return Text(bytes: UnsafeBufferPointer(start: base + start, count: j - start), ascii: high < 0x80)
+                }
+                if b == 92 || b < 0x20 { return nil }
+                high |= b
+                j += 1
+            }
+            return nil
+        }
+
+        /// A sample's value: a number literal that starts with a minus or a digit. Up to 15
+        /// significant digits with at most 15 after the point and no exponent, it is read
+        /// here as `m / 10^k` of two exact doubles, one correctly rounded division: the
+        /// value `strtod` gives for the same text (Clinger's fast path). Anything else goes
+        /// to `JSONParser.Reader.number`, which reads it as the tree reader does.
+        mutating func sampleValue() -> Double? {
+            guard i < count, base[i] == 45 || (base[i] >= 48 && base[i] <= 57) else { return nil }
+            let start = i
+            var j = i
+            let negative = base[j] == 45
+            if negative { j += 1 }
+            var mantissa: UInt64 = 0
+            var digits = 0
+            var fraction = 0
+            if j < count, base[j] == 48 {
+                j += 1
+                digits = 1
+                if j < count, base[j] >= 48, base[j] <= 57 { return slowNumber(from: start) }
+            } else {
+                while j < count, base[j] >= 48, base[j] <= 57 {
+                    mantissa = mantissa &* 10 &+ UInt64(base[j] - 48)
+                    digits += 1
+                    j += 1
+                }
+                guard digits > 0 else { return slowNumber(from: start) }
+            }
+            if j < count, base[j] == 46 {
+                j += 1
+                while j < count, base[j] >= 48, base[j] <= 57 {
+                    mantissa = mantissa &* 10 &+ UInt64(base[j] - 48)
+                    digits += 1
+                    fraction += 1
+                    j += 1
+                }
+                guard fraction > 0 else { return slowNumber(from: start) }
+            }
+            guard digits <= 15, !(j < count && (base[j] == 101 || base[j] == 69)) else { return slowNumber(from: start) }
+            i = j
+            let magnitude = fraction == 0 ? Double(mantissa) : Double(mantissa) / Cursor.powersOfTen[fraction]
+            return negative ? -magnitude : magnitude
+        }
+
+        /// 10⁰ … 10¹⁵, each exact in a double.
+        private static let powersOfTen: [Double] = (0...15).map { k in (0..<k).reduce(1.0) { r, _ in r * 10 } }
+
+        private mutating func slowNumber(from start: Int) -> Double? {
+            i = start
+            guard case .number(let d)? = jsonNumber() else { return nil }
+            return d
+        }
+
+        /// A number as `JSONParser.Reader.number` reads it here, or nil for a fault.
+        mutating func jsonNumber() -> JSONValue? {
+            var r = JSONParser.Reader(bytes: UnsafeBufferPointer(start: base, count: count))
+            r.i = i
+            guard let v = try? r.number() else { return nil }
+            i = r.i
+            return v
+        }
+
+        /// Skips a value at `depth` (as `JSONParser` counts it), so that the nesting limit
+        /// is the general parser's: a line is never accepted here and malformed there.
+        mutating func skip(depth: Int) -> Bool {
+            var r = JSONParser.Reader(bytes: UnsafeBufferPointer(start: base, count: count))
+            r.i = i
+            guard (try? r.value(depth: depth)) != nil else { return false }
+            i = r.i
+            return true
+        }
+
+        /// A non-negative integer literal that fits in an Int64 (digits only, no leading
+        /// zero before another digit, not followed by a fraction or exponent), or nil: the
+        /// general path then decides, and names the fault.
+        mutating func integer() -> Int64? {
+            let start = i
+            var n: Int64 = 0
+            while i < count, base[i] >= 48, base[i] <= 57 {
+                let (m, o1) = n.multipliedReportingOverflow(by: 10)
+                let (a, o2) = m.addingReportingOverflow(Int64(base[i] - 48))
+                guard !o1, !o2 else { return nil }
+                n = a
+                i += 1
+            }
+            let digits = i - start
+            guard digits > 0, !(digits > 1 && base[start] == 48) else { return nil }
+            if i < count, base[i] == 46 || base[i] == 101 || base[i] == 69 { return nil }
+            return n
+        }
     }
 }
 
-/// Zone names a decoder found valid lately (`ZoneRules.named`), as bytes: a stream of
-/// events names a handful of zones, so most lines skip the shared cache's lock and String
-/// hash. Holds at most 8; only ever names that `ZoneRules.named` accepted.
+/// What a decoder remembers from line to line of one stream: zone names it found valid
+/// lately (`ZoneRules.named`), as bytes, so most lines skip the shared cache's lock and
+/// String hash (at most 8; only ever names that `ZoneRules.named` accepted); and the Strings
+/// of ASCII names it read lately (users, sources, zones), so a name the stream repeats is
+/// a compare and a retain instead of a new String.
 public struct ZoneMemo: Sendable {
     private var names: [[UInt8]] = []
     private var next = 0
+    /// A direct-mapped cache of names of 1 ... `width` bytes: slot k's bytes at
+    /// `k * width`, its length (0: empty) and its String. Made on the second name asked
+    /// for, so a memo used for one line costs nothing.
+    private var slotBytes: [UInt8] = []
+    private var slotLengths: [UInt8] = []
+    private var slotStrings: [String] = []
+    private var asked = 0
+    private static let slots = 64, width = 32
 
     public init() {}
 
     func contains(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        names.contains { $0.elementsEqual(name) }
+        guard let base = name.baseAddress else { return false }
+        return names.contains { known in
+            known.count == name.count && known.withUnsafeBufferPointer { k in k.baseAddress.map { memcmp($0, base, name.count) == 0 } ?? false }
+        }
     }
 
     mutating func insert(_ name: UnsafeBufferPointer<UInt8>) {
@@ -262,5 +434,46 @@ public struct ZoneMemo: Sendable {
             names[next] = Array(name)
             next = (next + 1) % 8
         }
+    }
+
+    /// The String of ASCII `bytes` (which the caller has checked): the remembered one when
+    /// the slot of these bytes holds them, else a new one, remembered in that slot.
+    mutating func name(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let n = bytes.count
+        guard n > 0, n <= Self.width, let source = bytes.baseAddress else { return String(decoding: bytes, as: UTF8.self) }
+        if slotStrings.isEmpty {
+            asked += 1
+            guard asked > 1 else { return String(decoding: bytes, as: UTF8.self) }
+            slotBytes = Array(repeating: 0, count: Self.slots * Self.width)
+            slotLengths = Array(repeating: 0, count: Self.slots)
+            slotStrings = Array(repeating: "", count: Self.slots)
+        }
+        let slot = Self.slot(source, n)
+        let offset = slot * Self.width
+        if Int(slotLengths[slot]) == n,
+           slotBytes.withUnsafeBufferPointer({ all in all.baseAddress.map { memcmp($0 + offset, source, n) == 0 } ?? false }) {
+            return slotStrings[slot]
+        }
+        let string = String(decoding: bytes, as: UTF8.self)
+        slotBytes.withUnsafeMutableBufferPointer { all in
+            if let target = all.baseAddress { (target + offset).update(from: source, count: n) }
+        }
+        slotLengths[slot] = UInt8(n)
+        slotStrings[slot] = string
+        return string
+    }
+
+    /// A slot for `n` bytes at `p` (1 ≤ n ≤ width): their length, first and last eight
+    /// bytes (all of them below eight) mixed by two multiplications.
+    private static func slot(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int {
+        var h = UInt64(n)
+        if n >= 8 {
+            h ^= UnsafeRawPointer(p).loadUnaligned(as: UInt64.self)
+            h = h &* 0x9E37_79B9_7F4A_7C15
+            h ^= UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self)
+        } else {
+            for k in 0..<n { h = h << 8 | UInt64(p[k]) }
+        }
+        return Int(truncatingIfNeeded: (h &* 0x9E37_79B9_7F4A_7C15) >> 58)
     }
 }

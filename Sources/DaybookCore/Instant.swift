@@ -149,53 +149,52 @@ extension Instant {
 
     /// Reads the shape, then the field ranges, then the accepted range; never traps.
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Parsed {
-        var i = 0
-        func digits(_ n: Int) -> Int? {
-            guard i + n <= b.count else { return nil }
-            var v = 0
-            for k in 0..<n {
-                let c = b[i + k]
-                guard c >= 48, c <= 57 else { return nil }
-                v = v * 10 + Int(c - 48)
-            }
-            i += n
-            return v
+        // The shortest well-formed text, `YYYY-MM-DDTHH:MM:SSZ`, has 20 bytes; every
+        // shorter one fails a shape check below, so it is malformed.
+        guard let p = b.baseAddress, b.count >= 20 else { return .malformed }
+        let n = b.count
+        /// The two digits at `k` as a number, or -1 when either is not a digit.
+        func two(_ k: Int) -> Int {
+            let hi = Int(p[k]) &- 48, lo = Int(p[k + 1]) &- 48
+            return UInt(bitPattern: hi) < 10 && UInt(bitPattern: lo) < 10 ? hi &* 10 &+ lo : -1
         }
-        func expect(_ c: UInt8) -> Bool {
-            guard i < b.count, b[i] == c else { return false }
-            i += 1
-            return true
-        }
-        guard let year = digits(4), expect(45), let month = digits(2), expect(45), let day = digits(2) else { return .malformed }
-        guard i < b.count, b[i] == 84 || b[i] == 116 || b[i] == 32 else { return .malformed }
-        i += 1
-        guard let hour = digits(2), expect(58), let minute = digits(2), expect(58), let second = digits(2) else { return .malformed }
+        let century = two(0), yy = two(2), month = two(5), day = two(8)
+        let hour = two(11), minute = two(14), second = two(17)
+        let separator = p[10]
+        guard century >= 0, yy >= 0, p[4] == 45, month >= 0, p[7] == 45, day >= 0,
+              separator == 84 || separator == 116 || separator == 32,
+              hour >= 0, p[13] == 58, minute >= 0, p[16] == 58, second >= 0 else { return .malformed }
+        let year = century * 100 + yy
+        var i = 19
         var frac: Int64 = 0
-        if i < b.count, b[i] == 46 {
+        if p[i] == 46 {
             i += 1
-            var n = 0
-            while i < b.count, b[i] >= 48, b[i] <= 57 {
-                if n < 9 { frac = frac * 10 + Int64(b[i] - 48) }
-                n += 1
+            var digits = 0
+            while i < n, p[i] >= 48, p[i] <= 57 {
+                if digits < 9 { frac = frac * 10 + Int64(p[i] - 48) }
+                digits += 1
                 i += 1
             }
-            guard n > 0 else { return .malformed }
-            for _ in n..<max(n, 9) { frac *= 10 }
+            guard digits > 0 else { return .malformed }
+            for _ in digits..<max(digits, 9) { frac *= 10 }
         }
-        guard i < b.count else { return .malformed }
+        guard i < n else { return .malformed }
         var offset = 0
-        if b[i] == 90 || b[i] == 122 {
+        if p[i] == 90 || p[i] == 122 {
             i += 1
-        } else if b[i] == 43 || b[i] == 45 {
-            let negative = b[i] == 45
+        } else if p[i] == 43 || p[i] == 45 {
+            let negative = p[i] == 45
             i += 1
-            guard let oh = digits(2), expect(58), let om = digits(2) else { return .malformed }
+            guard i + 5 <= n else { return .malformed }
+            let oh = two(i), om = two(i + 3)
+            guard oh >= 0, p[i + 2] == 58, om >= 0 else { return .malformed }
+            i += 5
             guard oh <= 23, om <= 59 else { return .fieldOutOfRange }
             offset = (oh * 60 + om) * 60 * (negative ? -1 : 1)
         } else {
             return .malformed
         }
-        guard i == b.count else { return .malformed }
+        guard i == n else { return .malformed }
         guard (1...12).contains(month), day >= 1, day <= CivilDay.daysIn(month: month, year: year),
               hour <= 23, minute <= 59, second <= 59 else { return .fieldOutOfRange }
         let days = Int64(CivilDay(year: year, month: month, day: day).number)
