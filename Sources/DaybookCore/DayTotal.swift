@@ -33,6 +33,22 @@ public struct DayKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     public func _rawHashValue(seed: Int) -> Int { NameHash.table(mixed, seed: seed) }
 }
 
+/// The rows a batch may change, gathered as its events apply: the keys, and the last key
+/// added, so that a run of events on one user's day (how a sync arrives) adds the key once
+/// instead of hashing it again for each event.
+public struct DirtyDays: Sendable {
+    public private(set) var keys = Set<DayKey>()
+    private var last: DayKey?
+
+    public init() {}
+
+    public mutating func insert(_ key: DayKey) {
+        if let last, last == key { return }
+        keys.insert(key)
+        last = key
+    }
+}
+
 /// What one source contributed to a cumulative day total.
 public struct SourceShare: Equatable, Sendable {
     public var source: String

@@ -123,7 +123,7 @@ public final class Ledger {
             case .sampleDeleted(let user, let id): (userID, uuid) = (user, id)
             case .sourceCheckedIn: continue // no sample state
             }
-            let isNew = lastUser?.id != userID && users[NameKey(userID)] == nil
+            let isNew = !(lastUser.map { NameHash.sameBytes($0.id, userID) } ?? false) && users[NameKey(userID)] == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
@@ -160,17 +160,20 @@ public final class Ledger {
             needs[key, default: (state, userID, [])].days.append(days)
         }
         for i in events.indices {
-            let uuid: String, userID: String
+            let uuid: String, userID: String, state: UserState
             switch events[i].event {
             case .sampleAdded(let sample):
                 (userID, uuid) = (sample.user, sample.uuid)
-                guard let state = cachedUser(userID) else { continue } // a complete user: hits only
+                guard let cached = cachedUser(userID) else { continue } // a complete user: hits only
+                state = cached
                 need(state, userID, sample.metric,
                      Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric))
-            case .sampleDeleted(let user, let id): (userID, uuid) = (user, id)
+            case .sampleDeleted(let user, let id):
+                (userID, uuid) = (user, id)
+                guard let cached = cachedUser(userID) else { continue }
+                state = cached
             case .sourceCheckedIn: continue
             }
-            guard let state = cachedUser(userID) else { continue }
             if case .live(let metric, let seq)? = state.uuids[NameKey(uuid)], let r = state.metrics[metric]?.records[seq] {
                 need(state, userID, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
             }
@@ -350,6 +353,16 @@ public final class Ledger {
     /// `storeLacks(user:uuid:)` would have answered just before (asked of the same lookup).
     @discardableResult
     public func apply(_ event: Event, at position: Int64, dirty: inout Set<DayKey>, storeLacks: inout Bool) -> Bool {
+        var days = DirtyDays()
+        let changed = apply(event, at: position, dirty: &days, storeLacks: &storeLacks)
+        dirty.formUnion(days.keys)
+        return changed
+    }
+
+    /// `apply(_:at:dirty:storeLacks:)` gathering the keys in a batch's `DirtyDays`, which
+    /// adds a run of one day's events once.
+    @discardableResult
+    public func apply(_ event: Event, at position: Int64, dirty: inout DirtyDays, storeLacks: inout Bool) -> Bool {
         var changed = false
         switch event {
         case .sampleAdded(let sample):
@@ -394,7 +407,17 @@ public final class Ledger {
     /// samples: a row edited by hand comes back. Returns whether a sample changed.
     @discardableResult
     public func reapply(_ event: Event, at position: Int64, dirty: inout Set<DayKey>) -> Bool {
-        guard case .sampleAdded(let sample) = event else { return apply(event, at: position, dirty: &dirty) }
+        var days = DirtyDays()
+        let changed = reapply(event, at: position, dirty: &days)
+        dirty.formUnion(days.keys)
+        return changed
+    }
+
+    /// `reapply(_:at:dirty:)` gathering the keys in a batch's `DirtyDays`.
+    @discardableResult
+    public func reapply(_ event: Event, at position: Int64, dirty: inout DirtyDays) -> Bool {
+        var storeLacks = false
+        guard case .sampleAdded(let sample) = event else { return apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks) }
         let state = user(sample.user)
         collectDirty(makeRecord(sample, seq: position), metric: sample.metric, state: state, user: sample.user, into: &dirty)
         switch state.uuids[NameKey(sample.uuid)] {
@@ -403,7 +426,7 @@ public final class Ledger {
         case .live(_, let seq)? where seq > position:
             return false
         default:
-            return apply(event, at: position, dirty: &dirty)
+            return apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
         }
     }
 
@@ -436,7 +459,8 @@ public final class Ledger {
     /// The cached state of user `id`, if any. A batch's events come user by user: the last
     /// user asked for is answered without hashing the id again.
     private func cachedUser(_ id: String) -> UserState? {
-        if let last = lastUser, last.id == id { return last.state }
+        // Bytes, as `NameKey` compares (String's == would walk Unicode equivalence).
+        if let last = lastUser, NameHash.sameBytes(last.id, id) { return last.state }
         return users[NameKey(id)]
     }
 
@@ -460,7 +484,7 @@ public final class Ledger {
     private var lastUser: (id: String, state: UserState)?
 
     @discardableResult
-    private func remove(uuid: String, from state: UserState, userID: String, dirty: inout Set<DayKey>) -> Bool {
+    private func remove(uuid: String, from state: UserState, userID: String, dirty: inout DirtyDays) -> Bool {
         let uuidKey = NameKey(uuid)
         guard case .live(let metric, let seq)? = state.uuids[uuidKey] else { return false }
         state.uuids[uuidKey] = .absent
@@ -470,7 +494,7 @@ public final class Ledger {
     }
 
     /// Takes a cached record out of its metric's state (its uuid's state is the caller's).
-    private func remove(_ record: Record, metric: Metric, from state: UserState, userID: String, dirty: inout Set<DayKey>) {
+    private func remove(_ record: Record, metric: Metric, from state: UserState, userID: String, dirty: inout DirtyDays) {
         collectDirty(record, metric: metric, state: state, user: userID, into: &dirty)
         state.metrics[metric]?.remove(record, cumulative: metric.isCumulative, zones: zones)
         liveSampleCount -= 1
@@ -521,17 +545,19 @@ public final class Ledger {
     /// Adds to `dirty` every day whose row `record` can affect: its days in its own zone
     /// and, for cumulative metrics, its span's days in the zone of every sample that
     /// shares its UTC days (a sample it shadows may count in another zone's day).
-    private func collectDirty(_ record: Record, metric: Metric, state: UserState, user: String, into dirty: inout Set<DayKey>) {
+    private func collectDirty(_ record: Record, metric: Metric, state: UserState, user: String, into dirty: inout DirtyDays) {
         guard metric.isCumulative else {
             let day = zones[Int(record.zone)].day(of: Instant(nanoseconds: record.start))
             dirty.insert(DayKey(user: user, metric: metric, day: day))
             return
         }
-        var zoneSet: [Int32] = [record.zone]
+        // The record's own zone, then any other zone of the buckets it lies in (rare: a
+        // user who travelled); the array stays empty, unallocated, in the usual case.
+        var others: [Int32] = []
         state.metrics[metric]?.forEachBucket(of: record) { bucket in
-            for (zone, _) in bucket.zones where !zoneSet.contains(zone) { zoneSet.append(zone) }
+            for (zone, _) in bucket.zones where zone != record.zone && !others.contains(zone) { others.append(zone) }
         }
-        for zone in zoneSet {
+        func mark(_ zone: Int32) {
             let rules = zones[Int(zone)]
             if record.isInstant {
                 dirty.insert(DayKey(user: user, metric: metric, day: rules.day(of: Instant(nanoseconds: record.start))))
@@ -541,6 +567,8 @@ public final class Ledger {
                 }
             }
         }
+        mark(record.zone)
+        for zone in others { mark(zone) }
     }
 
     // MARK: Reading totals

@@ -69,7 +69,7 @@ public final class ShardProjection {
             throw error
         }
         var outcome = BatchOutcome()
-        var dirty = Set<DayKey>()
+        var dirty = DirtyDays()
         let staleBefore = ledger.staleResendCount
         // A run of one (user, source) pair's samples, merged into `batch.sync` once the pair
         // changes: a sync delivers many samples of one source, and merging is order-free
@@ -119,7 +119,7 @@ public final class ShardProjection {
         endRun()
         outcome.applied += events.count
         outcome.staleResends = ledger.staleResendCount - staleBefore
-        batch.rows = ledger.recompute(dirty)
+        batch.rows = ledger.recompute(dirty.keys)
         do {
             try shard.commit(batch)
         } catch {
