@@ -6,7 +6,7 @@ import Foundation
 /// A batch writes what it changed as one *run* in `uuid_runs`: a blob of (hash, place, delta)
 /// entries sorted by hash, one row per batch instead of one B-tree upsert per sample. Once a
 /// shard holds `maxIndexRuns` runs, the commit that wrote the last one merges them all into
-/// `uuid_pages`: the counts in force, sorted, cut into pages of about `indexPageEntries`
+/// `uuid_pages`: the counts in force, sorted, cut into pages of at most `indexPageEntries`
 /// entries, each keyed by the lowest hash it covers (the first page by `Int64.min`), so that
 /// a hash's counts are in the page with the greatest key not above it. A lookup reads that
 /// page and binary-searches it and each run; a shard never has more than `maxIndexRuns` runs,
@@ -64,17 +64,23 @@ enum IndexBlob {
         IndexEntry(hash: int(bytes, i * width), place: int(bytes, i * width + 4), count: int(bytes, i * width + 8))
     }
 
-    /// Calls `body` with the place and count of each entry of `hash`, by binary search.
-    static func forEach(_ hash: Int64, in bytes: UnsafeRawBufferPointer, _ body: (Int64, Int64) -> Void) {
-        var low = 0, high = count(bytes)
+    /// The position of the first entry at or after `from` whose hash is not below `hash`
+    /// (every entry before `from` must be below it): gallops from `from`, then halves, so a
+    /// walk over rising hashes costs the log of each gap, not of the whole blob.
+    static func seek(_ hash: Int64, in bytes: UnsafeRawBufferPointer, from: Int) -> Int {
+        let n = count(bytes)
+        var low = from, high = from, step = 1
+        while high < n, self.hash(bytes, at: high) < hash {
+            low = high + 1
+            high += step
+            step *= 2
+        }
+        high = min(high, n)
         while low < high {
             let mid = (low + high) / 2
             if self.hash(bytes, at: mid) < hash { low = mid + 1 } else { high = mid }
         }
-        while low < count(bytes), self.hash(bytes, at: low) == hash {
-            body(int(bytes, low * width + 4), int(bytes, low * width + 8))
-            low += 1
-        }
+        return low
     }
 
     /// Whether `bytes` is a whole number of entries.
@@ -82,12 +88,13 @@ enum IndexBlob {
 }
 
 extension Shard {
-    /// Entries a page of `uuid_pages` is cut to (a page of this size fits in one B-tree cell
-    /// of a 4 KiB database page, so reading it reads no overflow page); one hash's entries are
-    /// never split across pages.
-    static let indexPageEntries = 256
+    /// Entries a page of `uuid_pages` is cut to: 4,032 bytes, the most one cell of a 4 KiB
+    /// database page holds without an overflow page (so a page fills a database page, and
+    /// reading it reads one). One hash's entries are never split across pages.
+    static let indexPageEntries = 336
 
     static let floorPage = "SELECT first_hash, entries FROM uuid_pages WHERE first_hash <= ? ORDER BY first_hash DESC LIMIT 1"
+    static let nextPage = "SELECT first_hash FROM uuid_pages WHERE first_hash > ? ORDER BY first_hash LIMIT 1"
 
     /// The runs of the uuid index, read once per read transaction or commit.
     func indexRuns() throws -> [[UInt8]] {
@@ -110,36 +117,52 @@ extension Shard {
 
     /// The places the index names for each of `hashes` (each asked hash gets an entry, empty
     /// when it names none), in rising order: the counts of its page and of every run summed.
+    /// The hashes are walked in rising order: a page is read once for all the hashes it
+    /// covers, and each blob is searched onward from where the hash before stopped.
     func places(ofHashes hashes: [Int64]) throws -> [Int64: [Int64]] {
         var out: [Int64: [Int64]] = [:]
         out.reserveCapacity(hashes.count)
         for hash in hashes { out[hash] = [] }
         let runs = try indexRuns()
         let floor = try database.statement(Shard.floorPage)
-        defer { floor.reset() }
-        // The page last read, and the last hash it holds: the next (greater) hash up to that
-        // one is in it too.
+        let next = try database.statement(Shard.nextPage)
+        defer {
+            floor.reset()
+            next.reset()
+        }
+        // The page that covers [pageStart, pageEnd) (empty where no page does).
         var page: [UInt8] = []
-        var pageLast = Int64.min
-        var havePage = false
+        var pageEnd = Int64.min
+        var pageAt = 0
+        var runAt = [Int](repeating: 0, count: runs.count)
         var found: [(place: Int64, count: Int64)] = []
-        func note(_ place: Int64, _ count: Int64) {
-            if let i = found.firstIndex(where: { $0.place == place }) { found[i].count += count } else { found.append((place, count)) }
+        func add(_ hash: Int64, in bytes: UnsafeRawBufferPointer, at i: inout Int) {
+            i = IndexBlob.seek(hash, in: bytes, from: i)
+            var k = i
+            while k < IndexBlob.count(bytes), IndexBlob.hash(bytes, at: k) == hash {
+                let place = IndexBlob.int(bytes, k * IndexBlob.width + 4), count = IndexBlob.int(bytes, k * IndexBlob.width + 8)
+                if let j = found.firstIndex(where: { $0.place == place }) { found[j].count += count } else { found.append((place, count)) }
+                k += 1
+            }
         }
         for hash in out.keys.sorted() {
-            if !havePage || hash > pageLast {
+            if hash >= pageEnd {
                 try floor.bind(1, hash)
-                page = try floor.step() ? floor.blob(1) : []
+                let start = try floor.step() ? floor.int64(0) : nil
+                page = start == nil ? [] : floor.blob(1)
                 floor.reset()
                 guard page.count % IndexBlob.width == 0 else { throw damagedIndex("a page") }
-                pageLast = page.isEmpty ? Int64.min : page.withUnsafeBytes { IndexBlob.hash($0, at: IndexBlob.count($0) - 1) }
-                havePage = true
+                try next.bind(1, start ?? hash)
+                pageEnd = try next.firstRow { $0.int64(0) } ?? Int64.max
+                pageAt = 0
             }
             found.removeAll(keepingCapacity: true)
-            page.withUnsafeBytes { IndexBlob.forEach(hash, in: $0, note) }
-            for run in runs { run.withUnsafeBytes { IndexBlob.forEach(hash, in: $0, note) } }
+            page.withUnsafeBytes { add(hash, in: $0, at: &pageAt) }
+            for r in runs.indices { runs[r].withUnsafeBytes { add(hash, in: $0, at: &runAt[r]) } }
             guard !found.isEmpty else { continue }
-            out[hash] = found.filter { $0.count > 0 }.map(\.place).sorted()
+            var places: [Int64] = []
+            for f in found where f.count > 0 { places.append(f.place) }
+            out[hash] = places.sorted()
         }
         return out
     }
@@ -189,7 +212,7 @@ extension Shard {
     /// merged, and written again cut to `indexPageEntries` (a count that reaches 0 goes).
     func mergeIntoPages(_ deltas: [IndexEntry]) throws {
         let floor = try database.statement(Shard.floorPage)
-        let next = try database.statement("SELECT first_hash FROM uuid_pages WHERE first_hash > ? ORDER BY first_hash LIMIT 1")
+        let next = try database.statement(Shard.nextPage)
         let drop = try database.statement("DELETE FROM uuid_pages WHERE first_hash = ?")
         let put = try database.statement("INSERT INTO uuid_pages (first_hash, entries) VALUES (?, ?)")
         var i = 0

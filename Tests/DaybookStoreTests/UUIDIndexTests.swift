@@ -147,14 +147,14 @@ import Testing
         try check(shard, model)
     }
 
-    /// Pages are cut at `indexPageEntries`, never between two entries of one hash: 700
-    /// uuids under 700 hashes make several pages, 300 places of one hash stay in one page,
+    /// Pages are cut at `indexPageEntries`, never between two entries of one hash: 1,100
+    /// uuids under 1,100 hashes make several pages, 400 places of one hash stay in one page,
     /// and every uuid is found either way.
     @Test func pagesAreCutButNeverWithinAHash() throws {
         let spread = try Shard(directory: try directory("spread"), topic: "t", partition: 0, fingerprint: "f")
         spread.maxIndexRuns = 1
         var model = Model()
-        for round in 0..<7 {
+        for round in 0..<11 {
             var batch = Shard.Batch(nextOffset: Int64(round + 1))
             for i in (round * 100)..<(round * 100 + 100) {
                 let s = Self.sample(i, day: i % 9)
@@ -171,7 +171,7 @@ import Testing
         one.maxIndexRuns = 1
         model = Model()
         var batch = Shard.Batch(nextOffset: 1)
-        for i in 0..<300 {
+        for i in 0..<(Shard.indexPageEntries + 64) {
             let s = Self.sample(i, day: i)
             batch.upserts.append((s, Int64(i)))
             model.entries[s.uuid] = .live(s, seq: Int64(i))
