@@ -350,7 +350,7 @@ enum SamplePack {
 
     // MARK: The uuid index
 
-    /// A stable 32-bit hash of (user, uuid), the key of `sample_days`: which packs may hold
+    /// A stable 32-bit hash of (user, uuid), the key of the uuid index: which packs may hold
     /// the uuid (4 bytes a row). Two uuids may share it (among a million uuids, about a hundred
     /// pairs do); a reader always checks the uuid itself in the pack, so a shared hash costs
     /// the reading of another pack, never a wrong answer.

@@ -3,17 +3,17 @@ import Foundation
 import DaybookSupport
 
 /// The state store (migration 006): live samples packed per (user, metric, UTC day of their
-/// start) in `packs`, one blob each (`SamplePack`); `sample_days` says which packs may hold
-/// a uuid, by a 32-bit hash of (user, uuid), with a count of the uuids of that hash there
-/// (a place is a pack's day and metric in one integer); deleted uuids in `tombstones`,
-/// announced in `sample_days` at place 0. A batch reads and
+/// start) in `packs`, one blob each (`SamplePack`); the uuid index (`UUIDIndex.swift`) says
+/// which packs may hold a uuid, by a 32-bit hash of (user, uuid), with a count of the uuids of
+/// that hash there (a place is a pack's day and metric in one integer); deleted uuids in
+/// `tombstones`, announced in the index at place 0. A batch reads and
 /// rewrites each pack it changes once, and a uuid's lookup is one probe of a small index
 /// of integers (and of the few packs it names) instead of a row per sample keyed by text.
 extension Shard {
-    /// The `sample_days` place that says "`tombstones` may hold a uuid of this hash".
+    /// The uuid index place that says "`tombstones` may hold a uuid of this hash".
     static let tombstonePlace: Int64 = 0
 
-    /// A pack's (metric, UTC day) as one integer of `sample_days`: small, so 3 bytes a row.
+    /// A pack's (metric, UTC day) as one integer of the uuid index (32 bits in an entry).
     static func place(metric: Int, day: Int64) -> Int64 { day << 3 | Int64(metric + 1) }
 
     /// The pack of `user` at a `place(metric:day:)` other than the tombstones'.
@@ -192,38 +192,6 @@ extension Shard {
         return out
     }
 
-    /// The places `sample_days` names for each of `hashes` (each asked hash gets an entry,
-    /// empty when it names none), read with one statement per `placesChunk` hashes instead of
-    /// one per hash: a statement's step costs about as much as its B-tree search.
-    func places(ofHashes hashes: [Int64]) throws -> [Int64: [Int64]] {
-        var out: [Int64: [Int64]] = [:]
-        out.reserveCapacity(hashes.count)
-        for hash in hashes { out[hash] = [] }
-        let unique = out.keys.sorted()
-        var start = 0
-        while start < unique.count {
-            let size = unique.count - start >= Shard.placesChunk ? Shard.placesChunk : Shard.placesSmallChunk
-            let chunk = unique[start..<min(start + size, unique.count)]
-            let read = try database.statement(size == Shard.placesChunk ? Shard.placesOfMany : Shard.placesOfFew)
-            defer { read.reset() }
-            // A short last chunk repeats its last hash: IN does not count a value twice.
-            for k in 0..<size { try read.bind(Int32(k + 1), chunk[min(chunk.startIndex + k, chunk.endIndex - 1)]) }
-            while try read.step() { out[read.int64(0), default: []].append(read.int64(1)) }
-            start += size
-        }
-        return out
-    }
-
-    /// Hashes one `places(ofHashes:)` statement asks for: the long form, and the short one for
-    /// what is left (padded).
-    static let placesChunk = 64
-    static let placesSmallChunk = 8
-    static let placesOfMany = placesQuery(placesChunk)
-    static let placesOfFew = placesQuery(placesSmallChunk)
-    static func placesQuery(_ n: Int) -> String {
-        "SELECT hash, place FROM sample_days WHERE hash IN (" + Array(repeating: "?", count: n).joined(separator: ", ") + ")"
-    }
-
     func isTombstoned(user: String, uuid: String) throws -> Bool {
         let read = try database.statement("SELECT 1 FROM tombstones WHERE user = ? AND uuid = ?")
         try read.bind(1, user)
@@ -330,7 +298,7 @@ struct PackWork {
     private var dirty: Set<PackKey> = []
     private var placed: [UserUUID: Place] = [:]
     private var counts: [IndexKey: Int] = [:]
-    /// What `sample_days` said of the hashes asked ahead (`prefetchPlaces`).
+    /// What the uuid index said of the hashes asked ahead (`prefetchPlaces`).
     private var prefetched: [Int64: [Int64]] = [:]
 
     init(shard: Shard, expecting uuids: Int = 0) {
@@ -365,7 +333,7 @@ struct PackWork {
         return place
     }
 
-    /// Reads what `sample_days` says of `hashes` in a few statements, for the `locate`s that
+    /// Reads what the uuid index says of `hashes` at once, for the `locate`s that
     /// follow (the index is not written until `write`, so the answers stay true meanwhile).
     mutating func prefetchPlaces(of hashes: [Int64]) throws {
         guard !hashes.isEmpty else { return }
@@ -399,7 +367,7 @@ struct PackWork {
         placed[UserUUID(user: user, uuid: sample.uuid, hash: hash)] = Place(pack: key, tombstoned: false)
     }
 
-    /// Changes the number of uuids of `hash` at `place` that `write` records in `sample_days`.
+    /// Changes the number of uuids of `hash` at `place` that `write` records in the uuid index (as one run).
     private mutating func count(_ hash: Int64, at place: Int64, by delta: Int) {
         counts[IndexKey(hash: hash, place: place), default: 0] += delta
     }
@@ -436,54 +404,18 @@ struct PackWork {
             if !pack.isEmpty { try statement.bind(4, blob: SamplePack.encode(pack.ordered, day: key.day)) }
             try statement.run()
         }
-        let add = try database.statement(PackWork.addCounts(rows: 1))
-        let prune = try database.statement("DELETE FROM sample_days WHERE hash = ? AND place = ? AND count <= 0")
-        /// Binds `rows` to `statement`'s (hash, place, count) triples, in order, and runs it.
-        func addRows(_ rows: ArraySlice<(key: IndexKey, delta: Int)>, with statement: Statement) throws {
-            for (k, row) in rows.enumerated() {
-                try statement.bind(Int32(3 * k + 1), row.key.hash)
-                try statement.bind(Int32(3 * k + 2), row.key.place)
-                try statement.bind(Int32(3 * k + 3), row.delta)
-            }
-            try statement.run()
-        }
-        // Additions, nearly every count of a batch, go `chunk` rows to a statement and in key
-        // order: one statement's step per row costs about as much as its B-tree insert.
-        var rising: [(key: IndexKey, delta: Int)] = []
-        rising.reserveCapacity(counts.count)
-        for (key, delta) in counts where delta != 0 {
-            if delta > 0 {
-                rising.append((key, delta))
-                continue
-            }
-            try addRows([(key, delta)], with: add)
-            try prune.bind(1, key.hash)
-            try prune.bind(2, key.place)
-            try prune.run()
-        }
-        rising.sort { ($0.key.hash, $0.key.place) < ($1.key.hash, $1.key.place) }
-        let full = rising.count / PackWork.chunk * PackWork.chunk
-        if full > 0 {
-            let many = try database.statement(PackWork.addManyCounts)
-            for start in stride(from: 0, to: full, by: PackWork.chunk) { try addRows(rising[start..<(start + PackWork.chunk)], with: many) }
-        }
-        for i in rising.indices[full...] { try addRows(rising[i...i], with: add) }
+        // The index's changes as one sorted run: a row per batch, not an upsert per sample.
+        var changes: [IndexEntry] = []
+        changes.reserveCapacity(counts.count)
+        for (key, delta) in counts where delta != 0 { changes.append(IndexEntry(hash: key.hash, place: key.place, count: Int64(delta))) }
+        changes.sort(by: IndexEntry.before)
+        try shard.addIndexRun(changes)
     }
-
-    /// Rows of `sample_days` one `addManyCounts` statement adds.
-    static let chunk = 64
-
-    /// Adds `rows` (hash, place, count) rows to `sample_days`, summing into existing ones.
-    static func addCounts(rows: Int) -> String {
-        "INSERT INTO sample_days (hash, place, count) VALUES " + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
-            + " ON CONFLICT (hash, place) DO UPDATE SET count = count + excluded.count"
-    }
-
-    static let addManyCounts = addCounts(rows: chunk)
 }
 
 extension Shard: LedgerStore {
     public func reading(_ body: () throws -> Void) throws {
+        defer { cachedIndexRuns = nil }
         try database.inReadTransaction(body)
     }
 

@@ -19,9 +19,15 @@ public final class Shard {
     /// The longest stored sample (end − start, ns): how far before a day a sample that
     /// reaches into it can start.
     var maxSpan: Int64 = 0
-    /// The hash of (user, uuid) that keys `sample_days` (tests put one here under which every
+    /// The hash of (user, uuid) that keys the uuid index (tests put one here under which every
     /// uuid collides: a lookup must still find each uuid's own sample).
     var uuidHash: (String, String) -> Int64 = { SamplePack.hash(user: $0, uuid: $1) }
+    /// How many runs the uuid index holds before a commit merges them into its pages
+    /// (`UUIDIndex.swift`; tests make it small).
+    var maxIndexRuns = 8
+    /// The uuid index's runs while a read transaction or a commit looks uuids up; nil
+    /// between batches (a shard keeps nothing of its own in memory between them).
+    var cachedIndexRuns: [[UInt8]]?
 
     /// The file name of a partition's shard inside a data directory.
     public static func fileName(topic: String, partition: Int32) -> String {
@@ -137,6 +143,14 @@ public final class Shard {
         (DeadLetterMarks.supersededMigrationName, """
         ALTER TABLE dead_letters ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
         """),
+        // The uuid index as sorted blobs (`UUIDIndex.swift`): a run of (hash, place, delta)
+        // entries per batch instead of a `sample_days` row per (hash, place), merged into
+        // pages of counts keyed by the lowest hash each covers. A shard that still has
+        // `sample_days` is moved into pages when it opens (`migrateSampleDaysToPages`).
+        ("008-uuid-runs", """
+        CREATE TABLE uuid_pages (first_hash INTEGER PRIMARY KEY, entries BLOB NOT NULL);
+        CREATE TABLE uuid_runs (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
+        """),
     ]
 
     /// The schema `migrations` lead to, for a new shard: created in one step with every
@@ -168,9 +182,9 @@ public final class Shard {
                                  metrics INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user, source)) WITHOUT ROWID;
         CREATE TABLE packs (user TEXT NOT NULL, metric INTEGER NOT NULL, day INTEGER NOT NULL, samples BLOB NOT NULL,
                             PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
-        CREATE TABLE sample_days (hash INTEGER NOT NULL, place INTEGER NOT NULL, count INTEGER NOT NULL,
-                                  PRIMARY KEY (hash, place)) WITHOUT ROWID;
         CREATE TABLE tombstones (user TEXT NOT NULL, uuid TEXT NOT NULL, PRIMARY KEY (user, uuid)) WITHOUT ROWID;
+        CREATE TABLE uuid_pages (first_hash INTEGER PRIMARY KEY, entries BLOB NOT NULL);
+        CREATE TABLE uuid_runs (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
         """
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
@@ -202,6 +216,7 @@ public final class Shard {
             try database.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
             try database.migrate(Shard.migrations)
             try migrateEntriesToPacks()
+            try migrateSampleDaysToPages()
             try checkFingerprint(fingerprint)
             let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
             try read.bind(1, topic)
@@ -408,6 +423,9 @@ public final class Shard {
     /// Writes a batch and the new next offset in one transaction. On any failure nothing is
     /// written and `nextOffset` stays where it was.
     public func commit(_ batch: Batch) throws {
+        // Runs read before this commit, or by one that failed, are not read again from memory.
+        cachedIndexRuns = nil
+        defer { cachedIndexRuns = nil }
         var newSpan: Int64?
         // Names numbered in this transaction count only once it commits.
         var added: [(String, Int64)] = []

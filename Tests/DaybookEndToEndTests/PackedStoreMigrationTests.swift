@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// A shard written by main before packs (a row per sample in `entries`, checked in as SQL)
-/// is moved into packs when the projector opens it, and what it held keeps working: its
+/// is moved into packs when the projector opens it, and one written before uuid runs (the
+/// index as `sample_days` rows) into runs and pages; what either held keeps working: its
 /// tombstone still refuses its uuid, its samples are still found by uuid (a deletion, a
 /// re-add that moves a sample back to another day, a redelivery) and by day (overlaps).
 @Suite(.serialized) struct PackedStoreMigrationTests {
@@ -55,13 +56,17 @@ import Testing
         return out
     }
 
-    @Test func aShardWrittenBeforePacksIsMovedIntoPacksAndGoesOnGivingTheRollupsRows() throws {
+    /// A checked-in shard, and the table only its layout has.
+    static let fixtures = [("shard-before-packs.sql", "entries"), ("shard-before-uuid-runs.sql", "sample_days")]
+
+    @Test(arguments: fixtures)
+    func anOldShardIsMovedToTheCurrentLayoutAndGoesOnGivingTheRollupsRows(fixture: String, oldTable: String) throws {
         let dir = scratch.newPath("old")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let shard = dir + "/health-samples-0000.sqlite"
-        let sql = try String(contentsOf: Daybook.root.appendingPathComponent("Tests/DaybookEndToEndTests/Fixtures/shard-before-packs.sql"), encoding: .utf8)
+        let sql = try String(contentsOf: Daybook.root.appendingPathComponent("Tests/DaybookEndToEndTests/Fixtures/" + fixture), encoding: .utf8)
         try Database(path: shard).execute(sql)
-        #expect(try tables(shard).contains("entries"))
+        #expect(try tables(shard).contains(oldTable))
         let rowsBefore = [Self.heartRate,
                           #"{"user":"ben","metric":"steps","day":"2024-03-30","value":1700}"#,
                           #"{"user":"ben","metric":"steps","day":"2024-03-31","value":300}"#,
@@ -76,8 +81,8 @@ import Testing
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("applied 0"), "\(first.stderr)")
         let migrated = try tables(shard)
-        #expect(!migrated.contains("entries") && !migrated.contains("entries_by_start"))
-        #expect(migrated.isSuperset(of: ["packs", "sample_days", "tombstones"]))
+        #expect(!migrated.contains(oldTable) && !migrated.contains("entries") && !migrated.contains("entries_by_start"))
+        #expect(migrated.isSuperset(of: ["packs", "uuid_pages", "uuid_runs", "tombstones"]) && !migrated.contains("sample_days"))
         #expect(try totals(dir) == rowsBefore.joined(separator: "\n") + "\n")
 
         #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, try scratch.file(Self.after.joined(separator: "\n") + "\n")]).status == 0)

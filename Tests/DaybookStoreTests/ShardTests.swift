@@ -301,9 +301,9 @@ func temporaryDirectory() throws -> String {
     }
 }
 
-/// The uuid index (`sample_days`) written 64 rows to a statement: a batch of 300 new
-/// samples, two uuids to a hash, gives 150 (hash, place) counts (two full statements and
-/// 22 rows alone); each is written once with both uuids counted, and every uuid is found.
+/// The uuid index written as one run per batch: a batch of 300 new samples, two uuids to a
+/// hash, gives 150 (hash, place) counts, each written once with both uuids counted, and
+/// every uuid is found.
 @Suite struct SampleIndexChunkTests {
     let scratch = TemporaryDirectory()
 
@@ -322,16 +322,16 @@ func temporaryDirectory() throws -> String {
             batch.upserts.append((s, Int64(i)))
         }
         try shard.commit(batch)
-        let rows = try shard.database.statement("SELECT count(*), sum(count), max(count) FROM sample_days").firstRow { ($0.int64(0), $0.int64(1), $0.int64(2)) }
-        // 300 uuids, hash i / 2: 150 hashes, each on one day (a place): 150 rows of 2.
-        #expect(rows?.0 == 150 && rows?.1 == 300 && rows?.2 == 2)
+        let counts = try shard.indexCounts()
+        // 300 uuids, hash i / 2: 150 hashes, each on one day (a place): 150 counts of 2.
+        #expect(counts.count == 150 && counts.map(\.count).reduce(0, +) == 300 && counts.map(\.count).max() == 2)
         let found = try shard.entries(user: "ana", uuids: samples.map(\.uuid) + ["s300"])
         for (i, s) in samples.enumerated() { #expect(found[s.uuid] == .live(s, seq: Int64(i))) }
         #expect(found["s300"] == .absent)
     }
 
     /// A second batch whose uuids the ledger cannot vouch for (`storeLacks` false) looks them
-    /// up in the index together (`places(ofHashes:)`, 64 and 8 to a statement): 100 samples
+    /// up in the index together (`places(ofHashes:)`): 100 samples
     /// move a day on, 80 are deleted, 50 are new; every uuid then answers as it should and
     /// the index counts what the packs hold.
     @Test func aBatchOfUnvouchedUUIDsFindsEachInTheIndexTogether() throws {
@@ -369,8 +369,9 @@ func temporaryDirectory() throws -> String {
         #expect(found["s999"] == .absent)
         // 300 stored − 80 deleted + 50 new = 270 live samples (the 100 moved counted once, at
         // their new day) and 80 tombstones: the index counts each once.
-        let live = try shard.database.statement("SELECT sum(count) FROM sample_days WHERE place != 0").firstRow { $0.int64(0) }
-        let dead = try shard.database.statement("SELECT sum(count) FROM sample_days WHERE place = 0").firstRow { $0.int64(0) }
+        let counts = try shard.indexCounts()
+        let live = counts.filter { $0.place != 0 }.map(\.count).reduce(0, +)
+        let dead = counts.filter { $0.place == 0 }.map(\.count).reduce(0, +)
         #expect(live == 270 && dead == 80)
     }
 }
