@@ -123,7 +123,7 @@ public final class Ledger {
             case .sampleDeleted(let user, let id): (userID, uuid) = (user, id)
             case .sourceCheckedIn: continue // no sample state
             }
-            let isNew = !(lastUser.map { NameHash.sameBytes($0.id, userID) } ?? false) && users[NameKey(userID)] == nil
+            let isNew = cachedUser(userID) == nil
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.

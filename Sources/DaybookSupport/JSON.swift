@@ -130,8 +130,7 @@ public struct JSONParser {
                 : "byte 0x" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
         }
 
-        /// Inlinable: fast readers call it between every two tokens.
-        @inlinable public mutating func skipSpace() {
+        mutating func skipSpace() {
             while i < bytes.count {
                 let c = bytes[i]
                 guard c == 32 || c == 10 || c == 13 || c == 9 else { return }
