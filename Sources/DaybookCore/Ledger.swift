@@ -127,8 +127,13 @@ public final class Ledger {
             let state = user(userID)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
-            if isNew { state.complete = try !store.hasEntries(user: userID) }
-            if !state.complete, state.uuids[NameKey(uuid)] == nil {
+            if isNew {
+                let none = try !store.hasEntries(user: userID)
+                state.complete = none
+                state.uuidsKnown = none
+            }
+            let key = NameKey(uuid)
+            if state.uuids[key] == nil, state.storeMayHold(key) {
                 unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid)
             }
         }
@@ -293,7 +298,13 @@ public final class Ledger {
             let state = states[Int(w.user)]
             guard var m = state.metrics[w.metric] else { continue }
             state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
-            for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) { state.uuids[NameKey(uuid)] = nil }
+            for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) {
+                let key = NameKey(uuid)
+                state.uuids[key] = nil
+                // The store holds it now: remembered by its hash, so that a uuid the user
+                // never had still needs no lookup.
+                if state.uuidsKnown { state.evictedUUIDs.insert(UUIDHash(key.hash)) }
+            }
             state.metrics[w.metric] = m
             state.complete = false // the store now holds what the cache does not
             cacheEvictions += 1
@@ -304,12 +315,29 @@ public final class Ledger {
         }
         // A dictionary keeps its storage when entries leave: give back what eviction emptied.
         for state in shrunk.values { state.compact() }
+        forgetEvictedUUIDsOverBudget()
         guard cachedBytes > target else { return }
         for (id, state) in users.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
             guard cachedBytes > target else { break }
             cachedBytes -= state.accountedBytes
             cacheEvictions += state.metrics.all.reduce(0) { $0 + $1.1.loaded.count }
             users[id] = nil
+        }
+    }
+
+    /// The most the users' evicted-uuid hashes may take of the cache budget (a quarter):
+    /// beyond it every user's are dropped, and their new uuids are looked up in the store
+    /// again until they leave the cache (a bounded filter, not one that grows with history).
+    private func forgetEvictedUUIDsOverBudget() {
+        var entries = 0
+        for state in users.values { entries += state.evictedUUIDs.count }
+        guard entries * UserState.bytesPerEvictedUUID > cacheBudgetBytes / 4 else { return }
+        for state in users.values where !state.evictedUUIDs.isEmpty {
+            state.uuidsKnown = false
+            state.evictedUUIDs = []
+            let bytes = state.estimatedBytes
+            cachedBytes += bytes - state.accountedBytes
+            state.accountedBytes = bytes
         }
     }
 
@@ -370,7 +398,7 @@ public final class Ledger {
             // One lookup of the uuid decides everything below.
             let uuidKey = NameKey(sample.uuid)
             let current = state.uuids[uuidKey]
-            storeLacks = store != nil && Ledger.storeLacks(current, complete: state.complete)
+            storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
             if case .tombstoned? = current { return false }
             let record = makeRecord(sample, seq: position)
             if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
@@ -436,15 +464,16 @@ public final class Ledger {
     /// looking the uuid up (`Shard.Batch.storeLacks`). False when the cache does not know.
     public func storeLacks(user: String, uuid: String) -> Bool {
         guard store != nil, let state = cachedUser(user) else { return false }
-        return Ledger.storeLacks(state.uuids[NameKey(uuid)], complete: state.complete)
+        let key = NameKey(uuid)
+        return Ledger.storeLacks(state.uuids[key], key: key, of: state)
     }
 
-    /// Whether the store holds nothing of a uuid whose cached state is `state`, of a user
-    /// whose whole store is cached (`complete`) or not.
-    private static func storeLacks(_ state: UUIDState?, complete: Bool) -> Bool {
-        switch state {
+    /// Whether the store holds nothing of uuid `key`, whose cached state is `uuidState`, of
+    /// user `state`.
+    private static func storeLacks(_ uuidState: UUIDState?, key: NameKey, of state: UserState) -> Bool {
+        switch uuidState {
         case .absent?: return true
-        case nil: return complete
+        case nil: return !state.storeMayHold(key)
         default: return false
         }
     }
@@ -743,6 +772,21 @@ private final class UserState {
     /// Everything the store holds of this user is in the cache (the store had nothing when
     /// the user was first loaded): nothing needs to be looked up.
     var complete = false
+    /// Every uuid the store holds of this user is in `uuids` or has its hash in
+    /// `evictedUUIDs` (the store had nothing when the user was first loaded, and what left
+    /// the cache since was remembered): a uuid in neither needs no lookup. Outlives
+    /// `complete`, which the first eviction ends.
+    var uuidsKnown = false
+    /// The `NameHash` of each uuid eviction dropped from `uuids` while `uuidsKnown`: 8 bytes
+    /// where its state and record took ~250 (a hash shared by two uuids only costs a lookup).
+    var evictedUUIDs = Set<UUIDHash>()
+    static let bytesPerEvictedUUID = 16
+
+    /// Whether the store may hold uuid `key`, which `uuids` does not name.
+    @inline(__always)
+    func storeMayHold(_ key: NameKey) -> Bool {
+        !uuidsKnown || (!evictedUUIDs.isEmpty && evictedUUIDs.contains(UUIDHash(key.hash)))
+    }
     /// `estimatedBytes` when the ledger last added it up.
     var accountedBytes = 0
 
@@ -761,10 +805,18 @@ private final class UserState {
     /// bucket its arrays; per uuid its map entry (not calibrated; BENCHMARKS.md measures the
     /// peak RSS with the default budget and with 1 MiB).
     var estimatedBytes: Int {
-        var bytes = 256 + uuids.count * 96
+        var bytes = 256 + uuids.count * 96 + evictedUUIDs.count * UserState.bytesPerEvictedUUID
         for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 48 }
         return bytes
     }
+}
+
+/// A uuid's `NameHash`, as a set element hashed without SipHash (already mixed).
+struct UUIDHash: Hashable {
+    var value: UInt64
+    init(_ value: UInt64) { self.value = value }
+    func hash(into hasher: inout Hasher) { hasher.combine(value) }
+    func _rawHashValue(seed: Int) -> Int { NameHash.table(value, seed: seed) }
 }
 
 enum UUIDState {

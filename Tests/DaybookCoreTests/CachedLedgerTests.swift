@@ -134,6 +134,51 @@ import Testing
         expectDiscriminating([phone, manual], total: 915)
     }
 
+    @Test func aUserKeepsKnowingItsUUIDsAfterEviction() throws {
+        // ana's first sample a (500 steps, 2024-05-01) is evicted by a budget one byte under
+        // what the cache holds once b (2024-05-20) is in: a's day is the coldest. ana stays
+        // cached, so her next new uuid c needs no lookup in the store (the ledger remembers
+        // what it evicted, by hash); a re-sent with version 2 and 300 steps does, and replaces
+        // the stored a: 2024-05-01 is 300 (the naive sum 800, the max 500).
+        let store = MemoryStore()
+        let ledger = Ledger(priority: LogGenerator.priority, store: store, cacheBudgetBytes: Int.max)
+        var rows: [DayKey: DayTotal] = [:]
+        var position: Int64 = 0
+        func batch(_ events: [Event]) throws {
+            try ledger.load(for: events)
+            var dirty = Set<DayKey>()
+            var upserts: [(Sample, Int64)] = []
+            for event in events {
+                if ledger.apply(event, at: position, dirty: &dirty), case .sampleAdded(let s) = event { upserts.append((s, position)) }
+                position += 1
+            }
+            for (key, total) in ledger.recompute(dirty) { rows[key] = total }
+            store.commit(upserts: upserts, deletes: [])
+            ledger.evictIfOverBudget()
+        }
+        let a = added("a", "phone", "2024-05-01T09:00:00Z", "2024-05-01T10:00:00Z", 500, zone: "UTC")
+        try batch([a])
+        try batch([added("b", "phone", "2024-05-20T09:00:00Z", "2024-05-20T10:00:00Z", 200, zone: "UTC")])
+        ledger.cacheBudgetBytes = ledger.cachedBytes - 1
+        ledger.evictIfOverBudget()
+        #expect(ledger.cacheEvictions > 0 && ledger.cachedUserCount == 1)
+        #expect(store.entryLookups == 0)
+
+        try batch([added("c", "phone", "2024-05-20T11:00:00Z", "2024-05-20T12:00:00Z", 100, zone: "UTC")])
+        #expect(store.entryLookups == 0, "a uuid ana never had was looked up")
+        #expect(!ledger.storeLacks(user: "ana", uuid: "a"))
+
+        guard case .sampleAdded(var edited) = a else { return }
+        edited.version = 2
+        edited.value = 300
+        try batch([.sampleAdded(edited)])
+        #expect(store.entryLookups == 1, "the evicted uuid a must be looked up")
+        #expect(rows[DayKey(user: "ana", metric: .steps, day: CivilDay("2024-05-01")!)]?.summary
+                == .cumulative(value: 300, sources: [SourceShare(source: "phone", value: 300)]))
+        #expect(rows[DayKey(user: "ana", metric: .steps, day: CivilDay("2024-05-20")!)]?.summary
+                == .cumulative(value: 300, sources: [SourceShare(source: "phone", value: 300)]))
+    }
+
     @Test func aLoadJoinsTheDaysItsEventsNeedIntoTheFewestRanges() {
         // 1...5 and 3...7 overlap, 8...9 touches them, 11...12 stands apart, 4...4 lies inside.
         #expect(Ledger.merged([3...7, 11...12, 1...5, 8...9, 4...4]) == [1...9, 11...12])
