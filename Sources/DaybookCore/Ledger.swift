@@ -228,31 +228,24 @@ public final class Ledger {
             cacheHits += days.count
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
-            for d in days {
-                metricState.loaded.insert(d)
-                metricState.dayUse[d] = clock
-            }
+            for d in days { metricState.dayUse[d] = clock }
             state.metrics[metric] = metricState
             return
         }
         var day = days.lowerBound
         while day <= days.upperBound {
-            if state.metrics[metric]?.loaded.contains(day) ?? false {
-                state.metrics[metric]?.dayUse[day] = clock
+            if state.metrics[metric]?.dayUse.replaceExisting(day, with: clock) ?? false {
                 cacheHits += 1
                 day += 1
                 continue
             }
             var last = day
-            while last < days.upperBound, !(state.metrics[metric]?.loaded.contains(last + 1) ?? false) { last += 1 }
+            while last < days.upperBound, !(state.metrics[metric]?.isLoaded(last + 1) ?? false) { last += 1 }
             cacheMisses += Int(last - day) + 1
             let stored = try store.samples(user: userID, metric: metric, days: day...last)
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
-            for d in day...last {
-                metricState.loaded.insert(d)
-                metricState.dayUse[d] = clock
-            }
+            for d in day...last { metricState.dayUse[d] = clock }
             for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[NameKey(sample.uuid)] == nil {
                 cache(sample, seq: seq, in: &metricState, of: state)
             }
@@ -288,7 +281,7 @@ public final class Ledger {
         var windows: [(use: UInt64, user: Int32, metric: Metric, day: Int32)] = []
         for (index, state) in states.enumerated() {
             for (metric, m) in state.metrics.all {
-                for day in m.loaded { windows.append((m.dayUse[day] ?? 0, Int32(index), metric, day)) }
+                m.dayUse.forEach { day, use in windows.append((use, Int32(index), metric, day)) }
             }
         }
         windows.sort { $0.use < $1.use }
@@ -320,7 +313,7 @@ public final class Ledger {
         for (id, state) in users.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
             guard cachedBytes > target else { break }
             cachedBytes -= state.accountedBytes
-            cacheEvictions += state.metrics.all.reduce(0) { $0 + $1.1.loaded.count }
+            cacheEvictions += state.metrics.all.reduce(0) { $0 + $1.1.dayUse.count }
             users[id] = nil
         }
     }
@@ -806,7 +799,7 @@ private final class UserState {
     /// peak RSS with the default budget and with 1 MiB).
     var estimatedBytes: Int {
         var bytes = 256 + uuids.count * 96 + evictedUUIDs.count * UserState.bytesPerEvictedUUID
-        for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.loaded.count * 48 }
+        for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.dayUse.count * 48 }
         return bytes
     }
 }
@@ -856,34 +849,31 @@ private struct MetricTable {
 private struct MetricState {
     var records = IntTable<Int64, Record>()
     var buckets = IntTable<Int32, Bucket>()
-    /// UTC days whose samples are all in `records` (cumulative: overlapping the day;
-    /// heart rate: starting in it). Used only by a ledger with a store.
-    var loaded: Set<Int32> = []
-    /// The ledger's clock at the last load that needed each loaded day (what eviction goes by).
+    /// The UTC days whose samples are all in `records` (cumulative: overlapping the day;
+    /// heart rate: starting in it), each with the ledger's clock at the last load that
+    /// needed it (what eviction goes by). Used only by a ledger with a store.
     var dayUse = IntTable<Int32, UInt64>()
+
+    /// Whether the samples of UTC day `day` are all in `records`.
+    @inline(__always)
+    func isLoaded(_ day: Int32) -> Bool { dayUse[day] != nil }
 
     /// Gives back storage that eviction left mostly empty (dictionaries do not shrink).
     mutating func compact() {
         if records.capacity > 64, records.count * 4 < records.capacity { records.compact() }
         if buckets.capacity > 64, buckets.count * 4 < buckets.capacity { buckets.compact() }
-        if dayUse.capacity > 64, dayUse.count * 4 < dayUse.capacity {
-            dayUse.compact()
-            var fresh = Set<Int32>(minimumCapacity: loaded.count)
-            fresh.formUnion(loaded)
-            loaded = fresh
-        }
+        if dayUse.capacity > 64, dayUse.count * 4 < dayUse.capacity { dayUse.compact() }
     }
 
     /// Forgets that `day` is loaded, and every record none of whose days is loaded any more
     /// (a record reaching into a loaded day stays: that day needs it). Returns the uuids of
     /// the records dropped: the cache no longer knows them.
     mutating func evict(_ day: Int32, cumulative: Bool, zones: [ZoneRules]) -> [String] {
-        loaded.remove(day)
         dayUse[day] = nil
         var dropped: [String] = []
         // Per bucket day, the seqs leaving it and their zones: each bucket is rewritten once
         // (removing records one by one searches a bucket for each: quadratic in a day's samples).
-        var leaving: [Int32: [(seq: Int64, zone: Int32)]] = [:]
+        var leaving = IntTable<Int32, [(seq: Int64, zone: Int32)]>()
         // Records found under `day`: cumulative buckets are UTC days; heart rate's are civil
         // days, within a day of the UTC day of the start.
         for bucketDay in cumulative ? day...day : (day - 1)...(day + 1) {
@@ -891,13 +881,13 @@ private struct MetricState {
             for seq in bucket.seqs {
                 guard let r = records[seq] else { continue }
                 if !cumulative, MetricState.loadDays(start: r.start, end: r.end, cumulative: false).lowerBound != day { continue }
-                guard !MetricState.loadDays(start: r.start, end: r.end, cumulative: cumulative).contains(where: loaded.contains) else { continue }
+                guard !MetricState.loadDays(start: r.start, end: r.end, cumulative: cumulative).contains(where: isLoaded) else { continue }
                 records[seq] = nil
                 for d in bucketDays(of: r, cumulative: cumulative, zones: zones) { leaving[d, default: []].append((seq, r.zone)) }
                 dropped.append(r.uuid)
             }
         }
-        for (d, gone) in leaving { removeFromBucket(d, gone) }
+        leaving.forEach { d, gone in removeFromBucket(d, gone) }
         return dropped
     }
 
@@ -962,8 +952,9 @@ private struct MetricState {
         if leaving.count == 1, let only = leaving.first {
             if let k = bucket.seqs.firstIndex(of: only.seq) { bucket.seqs.remove(at: k) }
         } else {
-            let seqs = Set(leaving.map(\.seq))
-            bucket.seqs.removeAll { seqs.contains($0) }
+            var seqs = IntTable<Int64, Void>()
+            for (seq, _) in leaving { seqs[seq] = () }
+            bucket.seqs.removeAll { seqs[$0] != nil }
         }
         for (_, zone) in leaving {
             if let k = bucket.zones.firstIndex(where: { $0.zone == zone }) {
@@ -982,12 +973,15 @@ private struct MetricState {
     /// their UTC days ± 1; discrete: starting on them).
     func records(near days: ClosedRange<Int32>, cumulative: Bool) -> [Record] {
         let range = cumulative ? (days.lowerBound - 1)...(days.upperBound + 1) : days
-        var seen = Set<Int64>()
         var out: [Record] = []
         for day in range {
             guard let bucket = buckets[day] else { continue }
-            for seq in bucket.seqs where seen.insert(seq).inserted {
-                if let r = records[seq] { out.append(r) }
+            for seq in bucket.seqs {
+                guard let r = records[seq] else { continue }
+                // A cumulative record lies in the bucket of each UTC day it overlaps
+                // (`utcDays`): it is taken at the first of them in the range, once.
+                if cumulative, max(MetricState.utcDays(of: r).lowerBound, range.lowerBound) != day { continue }
+                out.append(r)
             }
         }
         return out
@@ -1021,6 +1015,18 @@ struct IntTable<Key: FixedWidthInteger, Value> {
     var values: Dictionary<Slot, Value>.Values { storage.values }
 
     mutating func removeValue(forKey key: Key) -> Value? { storage.removeValue(forKey: Slot(key: key)) }
+
+    /// Sets the value of `key` if the table holds it (one probe); returns whether it did.
+    mutating func replaceExisting(_ key: Key, with value: Value) -> Bool {
+        guard let i = storage.index(forKey: Slot(key: key)) else { return false }
+        storage.values[i] = value
+        return true
+    }
+
+    /// Calls `body` with every key and value, in the table's order.
+    func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+        for (slot, value) in storage { try body(slot.key, value) }
+    }
 
     /// Gives back the storage of a table eviction left mostly empty (dictionaries do not shrink).
     mutating func compact() { storage = Dictionary(uniqueKeysWithValues: storage.map { ($0, $1) }) }
