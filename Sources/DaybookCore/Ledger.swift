@@ -949,6 +949,11 @@ private struct MetricState {
     private mutating func removeFromBucket(_ day: Int32, _ leaving: some Collection<(seq: Int64, zone: Int32)>) {
         // Taken out while it changes, so that its arrays are not copied on write.
         guard var bucket = buckets.removeValue(forKey: day) else { return }
+        if leaving.count == bucket.seqs.count {
+            // Every record of the bucket leaves (eviction's usual case): the leavers are
+            // distinct seqs of the bucket, so nothing stays.
+            return
+        }
         if leaving.count == 1, let only = leaving.first {
             if let k = bucket.seqs.firstIndex(of: only.seq) { bucket.seqs.remove(at: k) }
         } else {

@@ -101,13 +101,18 @@ final class PartitionWorker {
         let decoder = EventDecoder()
         var zones = ZoneMemo()
         var homeUsers = RecentNames<Void>(capacity: 8)
+        // Asked once, not per message: comparing an optional clock instant with nil copies it.
+        var timing = stagedSince != nil
         for message in messages {
             guard message.offset >= from else {
                 skipped += 1 // already in the shard or the batch (redelivered after a seek or rebalance)
                 continue
             }
             if message.offset < next { reread += 1 }
-            if stagedSince == nil { stagedSince = .now }
+            if !timing {
+                stagedSince = .now
+                timing = true
+            }
             stagedEnd = message.offset + 1
             stagedTimestamp = message.timestamp ?? stagedTimestamp
             // Decoded where librdkafka holds it: no copy of the payload.

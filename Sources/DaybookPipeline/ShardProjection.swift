@@ -61,6 +61,8 @@ public final class ShardProjection {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
+        batch.upserts.reserveCapacity(events.count)
+        batch.storeLacks.reserveCapacity(events.count)
         let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
         do {
             try ledger.load(forStaged: events)
