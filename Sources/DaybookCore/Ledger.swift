@@ -387,28 +387,7 @@ public final class Ledger {
         var changed = false
         switch event {
         case .sampleAdded(let sample):
-            let state = user(sample.user)
-            // One lookup of the uuid decides everything below.
-            let uuidKey = NameKey(sample.uuid)
-            let current = state.uuids[uuidKey]
-            storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
-            if case .tombstoned? = current { return false }
-            let record = makeRecord(sample, seq: position)
-            if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
-                if sample.version < existing.version {
-                    staleResendCount += 1
-                    return false // A stale re-send: the version in force is newer.
-                }
-                if metric == sample.metric, existing.sameContent(as: record) {
-                    return false // Redelivery of the version in force: nothing changes.
-                }
-                remove(existing, metric: metric, from: state, userID: sample.user, dirty: &dirty)
-            }
-            state.uuids[uuidKey] = .live(metric: sample.metric, seq: position)
-            state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
-            liveSampleCount += 1
-            collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
-            changed = true
+            changed = apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
         case .sampleDeleted(let userID, let uuid):
             let state = user(userID)
             changed = remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
@@ -417,6 +396,35 @@ public final class Ledger {
             return false // sync state, kept beside the ledger (`SyncState`): no totals change
         }
         return changed
+    }
+
+    /// `apply(_:at:dirty:storeLacks:)` of a `sample-added` event, given its sample (a
+    /// projection that has already taken the sample out of its event passes it on: taking
+    /// it out again copies it).
+    @discardableResult
+    public func apply(added sample: Sample, at position: Int64, dirty: inout DirtyDays, storeLacks: inout Bool) -> Bool {
+        let state = user(sample.user)
+        // One lookup of the uuid decides everything below.
+        let uuidKey = NameKey(sample.uuid)
+        let current = state.uuids[uuidKey]
+        storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
+        if case .tombstoned? = current { return false }
+        let record = makeRecord(sample, seq: position)
+        if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
+            if sample.version < existing.version {
+                staleResendCount += 1
+                return false // A stale re-send: the version in force is newer.
+            }
+            if metric == sample.metric, existing.sameContent(as: record) {
+                return false // Redelivery of the version in force: nothing changes.
+            }
+            remove(existing, metric: metric, from: state, userID: sample.user, dirty: &dirty)
+        }
+        state.uuids[uuidKey] = .live(metric: sample.metric, seq: position)
+        state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
+        liveSampleCount += 1
+        collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
+        return true
     }
 
     /// Applies an event again that the ledger has already seen (a replay below a shard's
@@ -439,6 +447,13 @@ public final class Ledger {
     public func reapply(_ event: Event, at position: Int64, dirty: inout DirtyDays) -> Bool {
         var storeLacks = false
         guard case .sampleAdded(let sample) = event else { return apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks) }
+        return reapply(added: sample, at: position, dirty: &dirty)
+    }
+
+    /// `reapply(_:at:dirty:)` of a `sample-added` event, given its sample.
+    @discardableResult
+    public func reapply(added sample: Sample, at position: Int64, dirty: inout DirtyDays) -> Bool {
+        var storeLacks = false
         let state = user(sample.user)
         collectDirty(makeRecord(sample, seq: position), metric: sample.metric, state: state, user: sample.user, into: &dirty)
         switch state.uuids[NameKey(sample.uuid)] {
@@ -447,7 +462,7 @@ public final class Ledger {
         case .live(_, let seq)? where seq > position:
             return false
         default:
-            return apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+            return apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
         }
     }
 

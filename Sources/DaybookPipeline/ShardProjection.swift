@@ -82,21 +82,21 @@ public final class ShardProjection {
             batch.sync[SyncKey(user: done.user, source: done.source), default: SourceSync(user: done.user, source: done.source)].merge(done)
             run = nil
         }
-        // Each staged event is copied out once: reading a field of `staged[i]` in place still
-        // copied the whole `Staged` (its `Event` through value witnesses) at every use.
+        // Each staged event is copied out once and its sample taken out once, then passed on
+        // (every `switch` over an `Event` copies it, through value witnesses).
         for item in events {
             let position = item.position
             // What the cache knew of the uuid before the event changed it.
             var storeLacks = false
-            let changed: Bool
-            if position < rereadBelow {
-                if case .sampleAdded(let sample) = item.event { storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid) }
-                changed = ledger.reapply(item.event, at: position, dirty: &dirty)
-            } else {
-                changed = ledger.apply(item.event, at: position, dirty: &dirty, storeLacks: &storeLacks)
-            }
             switch item.event {
             case .sampleAdded(let sample):
+                let changed: Bool
+                if position < rereadBelow {
+                    storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid)
+                    changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
+                } else {
+                    changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                }
                 if changed {
                     batch.upserts.append((sample, position))
                     batch.storeLacks.append(storeLacks)
@@ -111,8 +111,14 @@ public final class ShardProjection {
                     run?.note(sample, deliveredAt: item.deliveredAt)
                 }
             case .sampleDeleted(let user, let uuid):
+                if position < rereadBelow {
+                    ledger.reapply(item.event, at: position, dirty: &dirty)
+                } else {
+                    ledger.apply(item.event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                }
                 batch.deletes.append((user, uuid))
             case .sourceCheckedIn:
+                // No sample state: the ledger has nothing to apply (`Ledger.apply`).
                 if recordingSync, let life = SourceSync.signOfLife(item.event, deliveredAt: item.deliveredAt) {
                     batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
                 }
