@@ -116,10 +116,17 @@ public final class Ledger {
         // Per user (by identity: no id hashed again), the uuids to look up; a uuid twice in
         // the batch is asked twice and answered once.
         var unknown: [ObjectIdentifier: (user: String, state: UserState, uuids: [String])] = [:]
+        // What step 2 needs of each sample event, gathered here: an `Event` is copied
+        // whenever it is switched over, and its uuid would be hashed again.
+        var pending: [Pending] = []
+        pending.reserveCapacity(events.count)
         for i in events.indices {
             let uuid: String, userID: String
+            var added: (metric: Metric, days: ClosedRange<Int32>)?
             switch events[i].event {
-            case .sampleAdded(let sample): (userID, uuid) = (sample.user, sample.uuid)
+            case .sampleAdded(let sample):
+                (userID, uuid) = (sample.user, sample.uuid)
+                added = (sample.metric, Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric))
             case .sampleDeleted(let user, let id): (userID, uuid) = (user, id)
             case .sourceCheckedIn: continue // no sample state
             }
@@ -136,6 +143,7 @@ public final class Ledger {
             if state.uuids[key] == nil, state.storeMayHold(key) {
                 unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid)
             }
+            pending.append(Pending(state: state, user: userID, uuid: key, added: added))
         }
         for (userID, state, uuids) in unknown.values {
             for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
@@ -159,28 +167,19 @@ public final class Ledger {
         // gathered per (user, metric) and merged where they overlap or touch, so that a batch
         // probes each window once however many of its events need it.
         var needs: [NeedKey: (state: UserState, user: String, days: [ClosedRange<Int32>])] = [:]
+        var lastNeed: (key: NeedKey, days: ClosedRange<Int32>)?
         func need(_ state: UserState, _ userID: String, _ metric: Metric, _ days: ClosedRange<Int32>) {
             let key = NeedKey(state: ObjectIdentifier(state), metric: metric)
-            if let last = needs[key]?.days.last, last == days { return } // the usual case: the same days again
+            if let last = lastNeed, last.key == key, last.days == days { return } // the usual case: the same days again
+            lastNeed = (key, days)
+            if let last = needs[key]?.days.last, last == days { return }
             needs[key, default: (state, userID, [])].days.append(days)
         }
-        for i in events.indices {
-            let uuid: String, userID: String, state: UserState
-            switch events[i].event {
-            case .sampleAdded(let sample):
-                (userID, uuid) = (sample.user, sample.uuid)
-                guard let cached = cachedUser(userID) else { continue } // a complete user: hits only
-                state = cached
-                need(state, userID, sample.metric,
-                     Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric))
-            case .sampleDeleted(let user, let id):
-                (userID, uuid) = (user, id)
-                guard let cached = cachedUser(userID) else { continue }
-                state = cached
-            case .sourceCheckedIn: continue
-            }
-            if case .live(let metric, let seq)? = state.uuids[NameKey(uuid)], let r = state.metrics[metric]?.records[seq] {
-                need(state, userID, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
+        // Nothing is evicted during a load: the users of step 1 are still cached.
+        for p in pending {
+            if let added = p.added { need(p.state, p.user, added.metric, added.days) }
+            if case .live(let metric, let seq)? = p.state.uuids[p.uuid], let r = p.state.metrics[metric]?.records[seq] {
+                need(p.state, p.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
             }
         }
         for (key, need) in needs {
@@ -188,6 +187,14 @@ public final class Ledger {
                 try ensureLoaded(days, metric: key.metric, state: need.state, user: need.user, store: store)
             }
         }
+    }
+
+    /// A sample event of a batch being loaded: its user and uuid, and what an add needs.
+    private struct Pending {
+        var state: UserState
+        var user: String
+        var uuid: NameKey
+        var added: (metric: Metric, days: ClosedRange<Int32>)?
     }
 
     /// A (cached user, metric) whose days a load gathers.
