@@ -36,6 +36,7 @@ struct SampleColumns {
     /// `Record.precedesInSumOrder` over the columns: by start, end, then uuid (UTF-8 order).
     @inline(__always)
     func precedesInSumOrder(_ a: Int, _ b: Int) -> Bool {
+        if a == b { return false } // two pieces of one sample in one hour
         let sa = start[a], sb = start[b]
         if sa != sb { return sa < sb }
         let ea = end[a], eb = end[b]
