@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookSupport
 import Foundation
+import Synchronization
 
 /// Civil-hour rows and explanations, computed at read time from a shard's state store (its
 /// packs of samples) under the source priority the shard records: nothing is kept per hour,
@@ -125,7 +126,7 @@ struct StoredSamples {
         // A shard records its priority when it is created, before it holds a sample: a shard
         // without one has nothing to rank.
         if let fingerprint {
-            guard let parsed = SourcePriority(fingerprint: fingerprint) else {
+            guard let parsed = Self.parsedPriority(fingerprint) else {
                 throw Shard.ShardError(.notAShard, "\(path): its source priority \(JSONWriter.quoted(fingerprint)) cannot be read (damaged, or written by a newer Daybook): rebuild the projection")
             }
             priority = parsed
@@ -135,6 +136,21 @@ struct StoredSamples {
         maxSpan = span.flatMap { Int64($0) } ?? EventDecoder.maximumDuration
         let read = try database.statement("SELECT id, name FROM names")
         while try read.step() { names[read.int64(0)] = read.text(1) }
+    }
+
+    /// Parsed fingerprints: every read parsed its shard's again (~27,000 instructions of an
+    /// hour read), and a data directory's shards record one or a few.
+    private static let priorities = Mutex<[String: SourcePriority]>([:])
+
+    /// `SourcePriority(fingerprint:)`, each fingerprint parsed once (at most 64 kept).
+    private static func parsedPriority(_ fingerprint: String) -> SourcePriority? {
+        if let known = priorities.withLock({ $0[fingerprint] }) { return known }
+        guard let parsed = SourcePriority(fingerprint: fingerprint) else { return nil }
+        priorities.withLock { cache in
+            if cache.count >= 64 { cache.removeAll() }
+            cache[fingerprint] = parsed
+        }
+        return parsed
     }
 
     /// The users with samples in the shard, in code-point order.
