@@ -138,49 +138,8 @@ enum HourRollup {
         // Per day: the cells' micro-units, anchored on the day's total.
         var dayValue = anchors ?? [:]
         for row in dayRows { dayValue[row.day] = row.value }
-        var out: [HourTotal] = []
-        out.reserveCapacity(keys.count)
-        zone = -1
-        var h = 0
-        while h < keys.count {
-            let day = keys[h].day
-            var last = h
-            while last + 1 < keys.count, keys[last + 1].day == day { last += 1 }
-            let dayCells = (h == 0 ? 0 : cellEnds[h - 1])..<cellEnds[last]
-            let raws = cellRaws[dayCells]
-            let micros = apportion(raws, total: dayValue[day] ?? raws.reduce(0, +))
-            var cell = dayCells.lowerBound
-            for hour in h...last {
-                let key = keys[hour]
-                var shares: [SourceShare] = []
-                shares.reserveCapacity(cellEnds[hour] - cell)
-                var microSum: Int64 = 0
-                var rawSum = 0.0
-                while cell < cellEnds[hour] {
-                    let v: Double
-                    if let micros {
-                        let m = micros[cell - dayCells.lowerBound]
-                        microSum += m
-                        v = Double(m) / 1e6
-                    } else {
-                        rawSum += cellRaws[cell]
-                        v = cellRaws[cell]
-                    }
-                    shares.append(SourceShare(source: sources[Int(cellSources[cell])], value: v))
-                    cell += 1
-                }
-                if key.zone != zone {
-                    zone = key.zone
-                    rules = zones[Int(zone)]
-                }
-                out.append(HourTotal(
-                    key: DayKey(user: user, metric: metric, day: CivilDay(number: key.day)),
-                    start: Instant(nanoseconds: key.start), startOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
-                    end: Instant(nanoseconds: key.end), endOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.end)),
-                    summary: .cumulative(value: micros == nil ? rawSum : Double(microSum) / 1e6, sources: shares)))
-            }
-            h = last + 1
-        }
+        let out = hourTotals(keys: keys, cellEnds: cellEnds, cellSources: cellSources, cellRaws: cellRaws, dayValue: dayValue,
+                             zones: zones, sources: sources, user: user, metric: metric)
         let days = dayRows.map { row in
             DayTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: row.day)),
                      summary: .cumulative(value: row.value, sources: row.bySource
@@ -304,7 +263,7 @@ enum HourRollup {
 
     /// Rows of different zones that name the same hour (same bounds and offsets: London and
     /// Lisbon) as one row, their shares added.
-    private static func merged(_ rows: [HourTotal], rank: (String) -> Int32) -> [HourTotal] {
+    static func merged(_ rows: [HourTotal], rank: (String) -> Int32) -> [HourTotal] {
         guard rows.count > 1 else { return rows }
         func order(_ a: HourTotal, _ b: HourTotal) -> Bool {
             (a.key.day, a.start, a.end, a.startOffsetSeconds, a.endOffsetSeconds) < (b.key.day, b.start, b.end, b.startOffsetSeconds, b.endOffsetSeconds)
@@ -341,7 +300,7 @@ enum HourRollup {
     }
 
     /// Heart rate: min, max, mean and count of the samples starting in each hour.
-    private static func discrete(records: [Record], zones: [ZoneRules], user: String, metric: Metric,
+    static func discrete(records: [Record], zones: [ZoneRules], user: String, metric: Metric,
                                  days: ClosedRange<Int32>) -> [HourTotal] {
         var byHour: [HourKey: [Int]] = [:]
         for i in records.indices {

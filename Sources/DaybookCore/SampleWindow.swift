@@ -15,7 +15,10 @@ public struct SampleWindow {
     private var sourceIDs: [String: Int32] = [:]
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
+    /// What `ledger()` replays (samples added with their uuids).
     private var records = [[Record]](repeating: [], count: Metric.allCases.count)
+    /// Every sample added, as the hour rollup reads them.
+    private var columns = [SampleColumns](repeating: SampleColumns(), count: Metric.allCases.count)
     /// Whether samples were added without their uuids (`addWithoutUUID`).
     private var uuidsLeftOut = false
 
@@ -25,7 +28,7 @@ public struct SampleWindow {
     }
 
     /// Number of samples added.
-    public var count: Int { records.reduce(0) { $0 + $1.count } }
+    public var count: Int { columns.reduce(0) { $0 + $1.count } }
 
     /// Adds a live sample of `user` (a sample of another user is ignored), with its log
     /// position. Each uuid must be added once: a store holds one version of it in force.
@@ -35,6 +38,8 @@ public struct SampleWindow {
                             version: sample.version, source: intern(source: sample.source), zone: intern(zone: sample.zone),
                             uuid: sample.uuid)
         records[sample.metric.index].append(record)
+        columns[sample.metric.index].append(start: record.start, end: record.end, value: record.value, version: record.version,
+                                            source: record.source, zone: record.zone, uuid: record.uuid)
     }
 
     /// The window's id of source `name`, for `add(uuid:…)` (the first call of a name interns it).
@@ -52,6 +57,7 @@ public struct SampleWindow {
         precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
         records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
                                             source: source, zone: zone, uuid: uuid))
+        columns[metric.index].append(start: start, end: end, value: value, version: version, source: source, zone: zone, uuid: uuid)
     }
 
     /// `add(uuid:…)` with the uuid left out, for a store that reads it again only if a read
@@ -63,45 +69,41 @@ public struct SampleWindow {
     public mutating func addWithoutUUID(metric: Metric, source: Int32, zone: Int32, start: Int64, end: Int64,
                                         value: Double, version: Int64, seq: Int64) {
         precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
-        records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
-                                            source: source, zone: zone, uuid: ""))
+        columns[metric.index].append(start: start, end: end, value: value, version: version, source: source, zone: zone, uuid: "")
         uuidsLeftOut = true
+    }
+
+    /// `addWithoutUUID` of many samples at once, given as parallel arrays of equal length (a
+    /// store's decoded packs): the arrays are taken as they are when the window holds no
+    /// sample of `metric` yet, so that nothing is copied per sample.
+    public mutating func addWithoutUUIDs(metric: Metric, start: [Int64], end: [Int64], value: [Double], version: [Int64],
+                                         source: [Int32], zone: [Int32]) {
+        let n = start.count
+        precondition(end.count == n && value.count == n && version.count == n && source.count == n && zone.count == n,
+                     "one element per sample in each array")
+        precondition(!source.contains { Int($0) >= sources.count } && !zone.contains { Int($0) >= zones.count }, "ids come from sourceID and zoneID")
+        uuidsLeftOut = true
+        if columns[metric.index].count == 0 {
+            columns[metric.index] = SampleColumns(start: start, end: end, value: value, version: version, source: source, zone: zone,
+                                                  uuid: [String](repeating: "", count: n))
+            return
+        }
+        for i in 0..<n {
+            columns[metric.index].append(start: start[i], end: end[i], value: value[i], version: version[i], source: source[i],
+                                         zone: zone[i], uuid: "")
+        }
     }
 
     /// The places (in order of adding, from 0) of `metric`'s samples that share their start and
     /// end with another: the only ones whose uuids a tie-break compares.
-    public func recordsNeedingUUIDs(_ metric: Metric) -> [Int] {
-        let recs = records[metric.index]
-        // First the starts alone, as plain integers (cheap to sort): two samples can share their
-        // bounds only at a start two samples share, and most windows have none.
-        var starts: [Int64] = []
-        starts.reserveCapacity(recs.count)
-        for k in recs.indices { starts.append(recs[k].start) }
-        starts.sort()
-        var shared: [Int64] = [] // ascending
-        for k in starts.indices.dropFirst() where starts[k] == starts[k - 1] && shared.last != starts[k] { shared.append(starts[k]) }
-        guard !shared.isEmpty else { return [] }
-        let sharedSet: Set<Int64>? = shared.count > 8 ? Set(shared) : nil // a few are looked up faster by a scan than a hash
-        var bounds = recs.indices.filter { i in sharedSet?.contains(recs[i].start) ?? shared.contains(recs[i].start) }
-            .map { (start: recs[$0].start, end: recs[$0].end, index: $0) }
-        bounds.sort { ($0.start, $0.end) < ($1.start, $1.end) }
-        var out: [Int] = []
-        var k = 0
-        while k < bounds.count {
-            var last = k
-            while last + 1 < bounds.count, bounds[last + 1].start == bounds[k].start, bounds[last + 1].end == bounds[k].end { last += 1 }
-            if last > k { out.append(contentsOf: bounds[k...last].map(\.index)) }
-            k = last + 1
-        }
-        return out.sorted()
-    }
+    public func recordsNeedingUUIDs(_ metric: Metric) -> [Int] { columns[metric.index].tiedPlaces() }
 
     /// The uuid the sample added `place`-th of `metric` holds now ("" when left out), for tests.
-    func heldUUID(_ metric: Metric, place: Int) -> String { records[metric.index][place].uuid }
+    func heldUUID(_ metric: Metric, place: Int) -> String { columns[metric.index].uuid[place] }
 
     /// Gives the sample added `place`-th (from 0) of `metric` its uuid.
     public mutating func setUUID(_ uuid: String, metric: Metric, place: Int) {
-        records[metric.index][place].uuid = uuid
+        columns[metric.index].uuid[place] = uuid
     }
 
     /// The hour rows of `metric` on the civil days `from` through `to`, sorted by day, start
@@ -118,14 +120,14 @@ public struct SampleWindow {
         guard from <= to else { return [] }
         var anchors: [Int32: Double] = [:]
         for (day, value) in dayTotals { anchors[day.number] = value }
-        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(columns: columns[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number, anchors: anchors).hours
     }
 
     /// The hour rows and the day rows they were anchored on (heart rate: no day rows).
     func rows(_ metric: Metric, from: CivilDay, to: CivilDay) -> (hours: [HourTotal], days: [DayTotal]) {
         guard from <= to else { return ([], []) }
-        return HourRollup.rows(records: records[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
+        return HourRollup.rows(columns: columns[metric.index], rank: rankTable(for: metric), zones: zones, sources: sources,
                                user: user, metric: metric, days: from.number...to.number)
     }
 

@@ -53,33 +53,33 @@ public enum ReadJSON {
         var out: [UInt8] = []
         out.reserveCapacity(160 + hours.count * (sources ? 170 : 100))
         out.append(contentsOf: head(user: user, metric: metric, bucket: .hour).utf8)
-        out.append(contentsOf: ",\"rows\":[".utf8)
+        put(",\"rows\":[", &out)
         var quotedSources: [(name: String, quoted: String)] = [] // a read names a few sources, each many times
         for (i, hour) in hours.enumerated() {
-            out.append(contentsOf: (i == 0 ? "{\"day\":\"" : ",{\"day\":\"").utf8)
+            put((i == 0 ? "{\"day\":\"" : ",{\"day\":\""), &out)
             HourTotal.appendDay(hour.key.day, to: &out)
-            out.append(contentsOf: "\",\"start\":\"".utf8)
+            put("\",\"start\":\"", &out)
             HourTotal.appendLocalTime(hour.start, offsetSeconds: hour.startOffsetSeconds, to: &out)
-            out.append(contentsOf: "\",\"end\":\"".utf8)
+            put("\",\"end\":\"", &out)
             HourTotal.appendLocalTime(hour.end, offsetSeconds: hour.endOffsetSeconds, to: &out)
-            out.append(contentsOf: "\",".utf8)
+            put("\",", &out)
             switch hour.summary {
             case .cumulative(let value, let shares):
-                out.append(contentsOf: "\"value\":".utf8)
-                out.append(contentsOf: DayTotal.format(value).utf8)
+                put("\"value\":", &out)
+                putText(DayTotal.format(value), &out)
                 if sources {
-                    out.append(contentsOf: ",\"sources\":[".utf8)
+                    put(",\"sources\":[", &out)
                     for (k, share) in shares.enumerated() {
-                        out.append(contentsOf: (k == 0 ? "{\"source\":" : ",{\"source\":").utf8)
+                        put((k == 0 ? "{\"source\":" : ",{\"source\":"), &out)
                         if let known = quotedSources.first(where: { $0.name == share.source }) {
-                            out.append(contentsOf: known.quoted.utf8)
+                            putText(known.quoted, &out)
                         } else {
                             let quoted = JSONWriter.quoted(share.source)
                             quotedSources.append((share.source, quoted))
-                            out.append(contentsOf: quoted.utf8)
+                            putText(quoted, &out)
                         }
-                        out.append(contentsOf: ",\"value\":".utf8)
-                        out.append(contentsOf: DayTotal.format(share.value).utf8)
+                        put(",\"value\":", &out)
+                        putText(DayTotal.format(share.value), &out)
                         out.append(UInt8(ascii: "}"))
                     }
                     out.append(UInt8(ascii: "]"))
@@ -89,10 +89,23 @@ public enum ReadJSON {
             }
             out.append(UInt8(ascii: "}"))
         }
-        out.append(contentsOf: "],\"unknown\":[],\"as_of\":".utf8)
+        put("],\"unknown\":[],\"as_of\":", &out)
         out.append(contentsOf: asOf.json.utf8)
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends a literal's bytes (a copy of its UTF-8 storage, not a walk of a String's view).
+    @inline(__always)
+    private static func put(_ text: StaticString, _ out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Appends a String's UTF-8 bytes through its contiguous storage.
+    @inline(__always)
+    private static func putText(_ text: String, _ out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { out.append(contentsOf: $0) }
     }
 
     /// `GET /v1/users/{user}/days/{day}/explain`: each stretch of the day with the sample

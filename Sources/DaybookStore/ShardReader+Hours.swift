@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookSupport
 import Foundation
+import Synchronization
 
 /// Civil-hour rows and explanations, computed at read time from a shard's state store (its
 /// packs of samples) under the source priority the shard records: nothing is kept per hour,
@@ -125,7 +126,7 @@ struct StoredSamples {
         // A shard records its priority when it is created, before it holds a sample: a shard
         // without one has nothing to rank.
         if let fingerprint {
-            guard let parsed = SourcePriority(fingerprint: fingerprint) else {
+            guard let parsed = Self.parsedPriority(fingerprint) else {
                 throw Shard.ShardError(.notAShard, "\(path): its source priority \(JSONWriter.quoted(fingerprint)) cannot be read (damaged, or written by a newer Daybook): rebuild the projection")
             }
             priority = parsed
@@ -135,6 +136,21 @@ struct StoredSamples {
         maxSpan = span.flatMap { Int64($0) } ?? EventDecoder.maximumDuration
         let read = try database.statement("SELECT id, name FROM names")
         while try read.step() { names[read.int64(0)] = read.text(1) }
+    }
+
+    /// Parsed fingerprints: every read parsed its shard's again (~27,000 instructions of an
+    /// hour read), and a data directory's shards record one or a few.
+    private static let priorities = Mutex<[String: SourcePriority]>([:])
+
+    /// `SourcePriority(fingerprint:)`, each fingerprint parsed once (at most 64 kept).
+    private static func parsedPriority(_ fingerprint: String) -> SourcePriority? {
+        if let known = priorities.withLock({ $0[fingerprint] }) { return known }
+        guard let parsed = SourcePriority(fingerprint: fingerprint) else { return nil }
+        priorities.withLock { cache in
+            if cache.count >= 64 { cache.removeAll() }
+            cache[fingerprint] = parsed
+        }
+        return parsed
     }
 
     /// The users with samples in the shard, in code-point order.
@@ -151,7 +167,7 @@ struct StoredSamples {
     /// The packs are read without their uuids; only when some samples share their start and
     /// end (the only ones a tie-break tells apart by uuid) are they read again for those uuids.
     func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
-        let window = try window(user: user, metric: metric, from: from, to: to, uuids: false)
+        let window = try hourWindow(user: user, metric: metric, from: from, to: to)
         guard metric.isCumulative else { return window.hours(metric, from: from, to: to) }
         return window.hours(metric, from: from, to: to, dayTotals: try dayTotals(user: user, metric: metric, from: from, to: to))
     }
@@ -175,10 +191,10 @@ struct StoredSamples {
     }
 
     /// A window holding every live sample of (`user`, `metric`) that can reach the civil days
-    /// `from` through `to`: cumulative samples overlapping their UTC days ± 1 (as a ledger's
-    /// recompute reads them), heart rate's starting in them. With `uuids` false the window
-    /// holds only the uuids a tie-break needs (it answers hours, not `ledger()`).
-    func window(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool = true) throws -> SampleWindow {
+    /// `from` through `to` with its uuid (what `explain`'s ledger needs): cumulative samples
+    /// overlapping their UTC days ± 1 (as a ledger's recompute reads them), heart rate's
+    /// starting in them.
+    func window(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> SampleWindow {
         var window = SampleWindow(user: user, priority: priority)
         // The shard's name ids → the window's, by id (ids are the rowids of `names`, dense from
         // 1): each name is looked up and interned once, and no id is hashed per sample.
@@ -196,19 +212,66 @@ struct StoredSamples {
             table[Int(id)] = mapped
             return mapped
         }
-        try forEachSample(user: user, metric: metric, from: from, to: to, uuids: uuids) { packed, uuid in
+        try forEachSample(user: user, metric: metric, from: from, to: to, uuids: true) { packed, uuid in
             let source = try windowID(packed.source, in: &sourceIDs) { window.sourceID($0) }
             let zone = try windowID(packed.zone, in: &zoneIDs) { window.zoneID($0) }
-            if uuids {
-                // Every uuid (explain's ledger needs them all): one String each.
-                window.add(uuid: String(decoding: uuid, as: UTF8.self), metric: metric, source: source, zone: zone,
-                           start: packed.start, end: packed.end, value: packed.value, version: packed.version, seq: packed.seq)
-            } else {
-                window.addWithoutUUID(metric: metric, source: source, zone: zone, start: packed.start, end: packed.end,
-                                      value: packed.value, version: packed.version, seq: packed.seq)
+            window.add(uuid: String(decoding: uuid, as: UTF8.self), metric: metric, source: source, zone: zone,
+                       start: packed.start, end: packed.end, value: packed.value, version: packed.version, seq: packed.seq)
+        }
+        return window
+    }
+
+    /// A window of the same samples as `window` for hour reads, holding only the uuids a
+    /// tie-break needs (it answers hours, not `ledger()`), filled column by column: the packs
+    /// decoded straight into flat arrays (`SamplePack.decodeWindow`, no closure or `PackedSample` per sample), the
+    /// shard's name ids mapped to the window's in one pass, the arrays handed over whole.
+    func hourWindow(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> SampleWindow {
+        var window = SampleWindow(user: user, priority: priority)
+        let first = (Int64(from.number) - 1) * Instant.nanosPerDay
+        let high = (Int64(to.number) + 2) * Instant.nanosPerDay
+        let low = metric.isCumulative ? first - max(0, maxSpan) : first
+        var columns = PackColumns()
+        columns.reserve(256 * (Int(to.number) - Int(from.number) + 4))
+        let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ? ORDER BY day")
+        try read.bind(1, user)
+        try read.bind(2, metric.storageCode)
+        try read.bind(3, SamplePack.day(ofStart: low))
+        try read.bind(4, SamplePack.day(ofStart: high - 1))
+        defer { read.reset() }
+        while try read.step() {
+            let day = read.int64(0)
+            try read.withBlob(1) { bytes in
+                do {
+                    try SamplePack.decodeWindow(bytes, day: day, low: low, high: high, first: first, into: &columns)
+                } catch let damaged as SamplePack.Damaged {
+                    throw Shard.ShardError(.notAShard, "\(path): the pack of user \(user), metric \(metric.rawValue), UTC day \(day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
+                }
             }
         }
-        guard !uuids else { return window }
+        // The shard's name ids → the window's, through a table by id (ids are the rowids of
+        // `names`, dense from 1): each name looked up and interned once.
+        func mapped(_ ids: [Int64], intern: (String) -> Int32) throws -> [Int32] {
+            var table: [Int32] = []
+            var out: [Int32] = []
+            out.reserveCapacity(ids.count)
+            for id in ids {
+                if id >= 0, id < table.count, table[Int(id)] >= 0 {
+                    out.append(table[Int(id)])
+                    continue
+                }
+                let windowID = intern(try Self.name(id, in: names, path: path, user: user))
+                if id >= 0, id < 1 << 20 { // a stray id is looked up each time instead
+                    if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
+                    table[Int(id)] = windowID
+                }
+                out.append(windowID)
+            }
+            return out
+        }
+        let sources = try mapped(columns.source) { window.sourceID($0) }
+        let zones = try mapped(columns.zone) { window.zoneID($0) }
+        window.addWithoutUUIDs(metric: metric, start: columns.start, end: columns.end, value: columns.value, version: columns.version,
+                               source: sources, zone: zones)
         // The second reading, for the uuids of samples that share their bounds (rare: none in
         // `bench generate`'s logs). The same statement in the same transaction gives the same
         // samples in the same order, so the n-th one is the n-th added.

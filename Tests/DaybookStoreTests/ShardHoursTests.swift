@@ -138,7 +138,7 @@ import Testing
         let db = try Database(path: shard.path, readOnly: true)
         var window: SampleWindow?
         try db.inReadTransaction {
-            window = try StoredSamples(database: db, path: shard.path).window(user: "ana", metric: .steps, from: day, to: day, uuids: false)
+            window = try StoredSamples(database: db, path: shard.path).hourWindow(user: "ana", metric: .steps, from: day, to: day)
         }
         let held = try #require(window)
         let tied = held.recordsNeedingUUIDs(.steps)
