@@ -114,6 +114,14 @@ struct StoredSamples {
     static let firstDay = CivilDay(year: 1899, month: 12, day: 30)
     static let lastDay = CivilDay(year: 2200, month: 1, day: 2)
 
+    /// `from...to` narrowed to `firstDay...lastDay`, nil when nothing of it is left: no sample
+    /// lies outside, and the nanosecond bounds of a day far beyond (a read of 9999-12-31)
+    /// overflow an Int64 and trap.
+    static func clamped(_ from: CivilDay, _ to: CivilDay) -> (from: CivilDay, to: CivilDay)? {
+        let from = max(from, firstDay), to = min(to, lastDay)
+        return from <= to ? (from, to) : nil
+    }
+
     init(database: Database, path: String) throws {
         self.database = database
         self.path = path
@@ -167,6 +175,7 @@ struct StoredSamples {
     /// The packs are read without their uuids; only when some samples share their start and
     /// end (the only ones a tie-break tells apart by uuid) are they read again for those uuids.
     func hours(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
+        guard let (from, to) = Self.clamped(from, to) else { return [] }
         let window = try hourWindow(user: user, metric: metric, from: from, to: to)
         guard metric.isCumulative else { return window.hours(metric, from: from, to: to) }
         return window.hours(metric, from: from, to: to, dayTotals: try dayTotals(user: user, metric: metric, from: from, to: to))
@@ -227,6 +236,7 @@ struct StoredSamples {
     /// shard's name ids mapped to the window's in one pass, the arrays handed over whole.
     func hourWindow(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> SampleWindow {
         var window = SampleWindow(user: user, priority: priority)
+        guard let (from, to) = Self.clamped(from, to) else { return window }
         let first = (Int64(from.number) - 1) * Instant.nanosPerDay
         let high = (Int64(to.number) + 2) * Instant.nanosPerDay
         let low = metric.isCumulative ? first - max(0, maxSpan) : first
@@ -293,6 +303,7 @@ struct StoredSamples {
     /// `from` through `to` (as `window` holds them), in the order of the packs and within each.
     private func forEachSample(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool,
                                _ body: (PackedSample, UnsafeRawBufferPointer) throws -> Void) throws {
+        guard let (from, to) = Self.clamped(from, to) else { return }
         let first = (Int64(from.number) - 1) * Instant.nanosPerDay
         let high = (Int64(to.number) + 2) * Instant.nanosPerDay
         let low = metric.isCumulative ? first - max(0, maxSpan) : first

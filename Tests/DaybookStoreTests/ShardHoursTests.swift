@@ -170,6 +170,20 @@ import Testing
         #expect(e.total == ledger.explain(key).total)
     }
 
+    /// Days far from any sample (a read may ask for 9999-12-31) are no rows and an empty
+    /// explanation, not an Int64 overflow of their nanosecond bounds.
+    @Test func daysFarBeyondTheSamplesReadAsEmpty() throws {
+        let dir = try Self.dataDirectory(scratch)
+        let shard = try Self.project(Self.night, into: dir)
+        let reader = ShardReader(directory: dir)
+        for (from, to) in [("9999-12-25", "9999-12-31"), ("0001-01-01", "0001-01-07"), ("1800-01-01", "2026-11-01")] {
+            let hours = try reader.hours(inShardAt: shard.path, user: "ana", metric: .steps, from: CivilDay(from)!, to: CivilDay(to)!)
+            #expect(hours.isEmpty == (to != "2026-11-01"), "\(from)...\(to)")
+        }
+        let e = try reader.explain(inShardAt: shard.path, DayKey(user: "ana", metric: .steps, day: CivilDay("9999-12-31")!))
+        #expect(e.pieces.isEmpty && e.total == nil)
+    }
+
     func value(_ h: HourTotal) -> Double {
         if case .cumulative(let v, _) = h.summary { return v }
         return .nan
