@@ -246,17 +246,6 @@ enum SamplePack {
         return upper ? .upper : .lower
     }
 
-    /// The 16 bytes of a canonical uuid's 32 hex digits.
-    static func appendUUIDBytes(_ uuid: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
-        var high: UInt8 = 0
-        var half = false
-        for b in uuid where b != UInt8(ascii: "-") {
-            let v: UInt8 = b <= UInt8(ascii: "9") ? b - UInt8(ascii: "0") : (b | 0x20) - UInt8(ascii: "a") + 10
-            if half { out.append(high << 4 | v) } else { high = v }
-            half.toggle()
-        }
-    }
-
     // MARK: Varints
 
     static func putVarint(_ value: UInt64, _ out: inout [UInt8]) {
@@ -266,10 +255,6 @@ enum SamplePack {
             v >>= 7
         }
         out.append(UInt8(v))
-    }
-
-    static func putSigned(_ value: Int64, _ out: inout [UInt8]) {
-        putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), &out)
     }
 
     private struct Reader {
