@@ -383,8 +383,10 @@ struct PackWork {
     private var slots: [PackKey: Int] = [:]
     private var keys: [PackKey] = []
     private var edits: [PackEdit] = []
-    /// The slot used last: a sync's samples come in runs of one pack.
-    private var lastSlot = -1
+    /// The slots used last, newest first: a partition's samples come in runs of a few users'
+    /// few packs, found here by comparing integers before a user's bytes, not by hashing it.
+    private var recent: [Int] = []
+    private static let recentSlots = 8
     private var placed: [UserUUID: Place] = [:]
     /// The index changes, as (hash, place) keys that sort as the pairs do: one +1 per insert,
     /// one −1 per removal, summed in `write` (no dictionary per sample).
@@ -444,16 +446,22 @@ struct PackWork {
 
     /// Reads a pack on first use, as bytes; its slot in `edits`.
     private mutating func load(_ key: PackKey) throws -> Int {
-        if lastSlot >= 0, keys[lastSlot] == key { return lastSlot }
-        if let slot = slots[key] {
-            lastSlot = slot
+        for (n, slot) in recent.enumerated() where keys[slot].day == key.day && keys[slot].metric == key.metric
+            && NameHash.sameBytes(keys[slot].user, key.user) {
+            if n > 0 { recent.swapAt(n, n - 1) }
             return slot
         }
-        let slot = edits.count
-        edits.append(PackEdit(stored: try shard.readPackBytes(key)))
-        keys.append(key)
-        slots[key] = slot
-        lastSlot = slot
+        let slot: Int
+        if let known = slots[key] {
+            slot = known
+        } else {
+            slot = edits.count
+            edits.append(PackEdit(stored: try shard.readPackBytes(key)))
+            keys.append(key)
+            slots[key] = slot
+        }
+        if recent.count == PackWork.recentSlots { recent.removeLast() }
+        recent.insert(slot, at: 0)
         return slot
     }
 
