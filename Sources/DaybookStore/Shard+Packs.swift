@@ -383,10 +383,25 @@ struct PackWork {
     private var slots: [PackKey: Int] = [:]
     private var keys: [PackKey] = []
     private var edits: [PackEdit] = []
-    /// The slots used last, newest first: a partition's samples come in runs of a few users'
-    /// few packs, found here by comparing integers before a user's bytes, not by hashing it.
-    private var recent: [Int] = []
-    private static let recentSlots = 8
+    /// The packs used last: a partition's samples come in runs of a few users' few packs,
+    /// found here by comparing integers instead of hashing a user's String.
+    private var recent: [RecentPack] = []
+    private var nextRecent = 0
+    private static let recentPacks = 8
+
+    /// A pack used lately, its user by the bits of the String `keys` holds. Equal bits are the
+    /// same bytes (one small String's inline bytes, or one storage object, kept alive by
+    /// `keys` so that no other String can take its address); other bits say nothing, and the
+    /// dictionary answers.
+    private struct RecentPack {
+        var user: (UInt64, UInt64)
+        var metric: Int
+        var day: Int64
+        var slot: Int
+    }
+
+    @inline(__always)
+    private static func bits(_ name: String) -> (UInt64, UInt64) { unsafeBitCast(name, to: (UInt64, UInt64).self) }
     private var placed: [UserUUID: Place] = [:]
     /// The index changes, as (hash, place) keys that sort as the pairs do: one +1 per insert,
     /// one −1 per removal, summed in `write` (no dictionary per sample).
@@ -446,11 +461,8 @@ struct PackWork {
 
     /// Reads a pack on first use, as bytes; its slot in `edits`.
     private mutating func load(_ key: PackKey) throws -> Int {
-        for (n, slot) in recent.enumerated() where keys[slot].day == key.day && keys[slot].metric == key.metric
-            && NameHash.sameBytes(keys[slot].user, key.user) {
-            if n > 0 { recent.swapAt(n, n - 1) }
-            return slot
-        }
+        let user = PackWork.bits(key.user)
+        for r in recent where r.day == key.day && r.metric == key.metric && r.user == user { return r.slot }
         let slot: Int
         if let known = slots[key] {
             slot = known
@@ -460,8 +472,13 @@ struct PackWork {
             keys.append(key)
             slots[key] = slot
         }
-        if recent.count == PackWork.recentSlots { recent.removeLast() }
-        recent.insert(slot, at: 0)
+        let used = RecentPack(user: PackWork.bits(keys[slot].user), metric: key.metric, day: key.day, slot: slot)
+        if recent.count < PackWork.recentPacks {
+            recent.append(used)
+        } else {
+            recent[nextRecent] = used
+            nextRecent = (nextRecent + 1) % PackWork.recentPacks
+        }
         return slot
     }
 
