@@ -53,7 +53,7 @@ enum SamplePack {
     private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6]
 
     /// The shortest exact form of `value`: (form, mantissa, power of ten).
-    private static func valueForm(_ value: Double) -> (form: UInt8, mantissa: Int64, power: UInt8) {
+    static func valueForm(_ value: Double) -> (form: UInt8, mantissa: Int64, power: UInt8) {
         guard value.isFinite, !(value == 0 && value.sign == .minus) else { return (0, 0, 0) }
         for (power, scale) in powersOfTen.enumerated() {
             let scaled = (value * scale).rounded()
@@ -64,60 +64,56 @@ enum SamplePack {
         return (0, 0, 0)
     }
 
+    /// The pack of `samples`, written in the order given (callers give pack order, `inPackOrder`).
+    static func encode(_ samples: [PackedSample], day: Int64) -> [UInt8] {
+        var encoder = PackEncoder(day: day)
+        encoder.reserve(samples.count)
+        samples.withUnsafeBufferPointer { for i in $0.indices { encoder.add($0[i]) } }
+        return encoder.pack(after: [], tail: nil)
+    }
+
     static func encode(_ samples: some Collection<PackedSample>, day: Int64) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(2 + samples.count * 24)
-        out.append(format)
-        putVarint(UInt64(samples.count), &out)
-        var previousStart = day &* Instant.nanosPerDay
+        encode(Array(samples), day: day)
+    }
+
+    /// The state a pack's last sample leaves for the next one, and where its samples start:
+    /// what a `PackEncoder` needs to code samples after it without the stored ones decoded.
+    struct Tail {
+        var count = 0
+        /// The offset of the first sample's bytes (after the format byte and the count).
+        var bodyStart = 0
+        var previousStart: Int64
         var previousSeq: Int64 = 0
         var previousText: [UInt8] = []
-        for s in samples {
-            let step = s.start &- previousStart
-            let duration = s.end &- s.start
-            let seconds = step % Instant.nanosPerSecond == 0 && duration % Instant.nanosPerSecond == 0
-            let value = valueForm(s.value)
-            let canonical = canonicalUUID(s.uuid)
-            var flags: UInt8 = (seconds ? 4 : 0) | value.form << 3
-            switch canonical {
-            case .lower: break
-            case .upper: flags |= 1
-            case nil: flags |= 2
+        /// The last sample's log position and uuid text (nil in an empty pack), to tell
+        /// whether a new sample comes after it in pack order.
+        var last: (seq: Int64, uuid: [UInt8])?
+    }
+
+    /// The tail of a stored pack of `day`: every sample is read (and checked) as `decode`
+    /// reads it, but no String is made.
+    static func tail(_ bytes: UnsafeRawBufferPointer, day: Int64) throws -> Tail {
+        var tail = Tail(previousStart: day &* Instant.nanosPerDay)
+        var lastUUID: [UInt8] = []
+        var lastSeq: Int64 = 0
+        try walk(bytes, day: day, uuids: true) { fields, uuid, textForm in
+            tail.count += 1
+            tail.previousStart = fields.start
+            lastSeq = fields.seq
+            lastUUID.removeAll(keepingCapacity: true)
+            lastUUID.append(contentsOf: uuid)
+            if textForm {
+                tail.previousText.removeAll(keepingCapacity: true)
+                tail.previousText.append(contentsOf: uuid)
             }
-            out.append(flags)
-            if canonical != nil {
-                appendUUIDBytes(s.uuid, &out)
-            } else {
-                let bytes = Array(s.uuid.utf8)
-                var shared = 0
-                while shared < bytes.count, shared < previousText.count, bytes[shared] == previousText[shared] { shared += 1 }
-                putVarint(UInt64(shared), &out)
-                putVarint(UInt64(bytes.count - shared), &out)
-                out.append(contentsOf: bytes[shared...])
-                previousText = bytes
-            }
-            putVarint(UInt64(bitPattern: s.source), &out)
-            putSigned(seconds ? step / Instant.nanosPerSecond : step, &out)
-            putSigned(seconds ? duration / Instant.nanosPerSecond : duration, &out)
-            switch value.form {
-            case 1: putSigned(value.mantissa, &out)
-            case 2:
-                putSigned(value.mantissa, &out)
-                out.append(value.power)
-            default:
-                var bits = s.value.bitPattern
-                for _ in 0..<8 {
-                    out.append(UInt8(truncatingIfNeeded: bits))
-                    bits >>= 8
-                }
-            }
-            putVarint(UInt64(bitPattern: s.zone), &out)
-            putSigned(s.seq &- previousSeq, &out)
-            putSigned(s.version, &out)
-            previousStart = s.start
-            previousSeq = s.seq
         }
-        return out
+        tail.previousSeq = lastSeq
+        if tail.count > 0 { tail.last = (lastSeq, lastUUID) }
+        // The count is a varint after the format byte (`walk` checked both).
+        var at = 1
+        while at < bytes.count, bytes[at] >= 0x80 { at += 1 }
+        tail.bodyStart = min(at + 1, bytes.count)
+        return tail
     }
 
     /// Calls `body` with each sample of a pack of `day`, in the order they were written.
@@ -138,6 +134,12 @@ enum SamplePack {
     /// buffer (a reader that needs a few of them reads the pack again).
     static func decodeFields(_ bytes: UnsafeRawBufferPointer, day: Int64, uuids: Bool = true,
                              _ body: (PackedSample, UnsafeRawBufferPointer) throws -> Void) throws {
+        try walk(bytes, day: day, uuids: uuids) { fields, uuid, _ in try body(fields, uuid) }
+    }
+
+    /// `decodeFields`, telling `body` also whether the uuid was stored as text (front-coded).
+    private static func walk(_ bytes: UnsafeRawBufferPointer, day: Int64, uuids: Bool,
+                             _ body: (PackedSample, UnsafeRawBufferPointer, Bool) throws -> Void) throws {
         var reader = Reader(bytes: bytes)
         guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
         let count = try reader.varint()
@@ -202,11 +204,11 @@ enum SamplePack {
                 let fields = PackedSample(uuid: "", source: source, start: start, end: start &+ duration, value: value, zone: zone,
                                           seq: seq, version: version)
                 if !uuids {
-                    try body(fields, UnsafeRawBufferPointer(start: nil, count: 0))
+                    try body(fields, UnsafeRawBufferPointer(start: nil, count: 0), form == 2)
                 } else if form == 2 {
-                    try previousText.withUnsafeBytes { try body(fields, $0) }
+                    try previousText.withUnsafeBytes { try body(fields, $0, true) }
                 } else {
-                    try body(fields, UnsafeRawBufferPointer(canonical))
+                    try body(fields, UnsafeRawBufferPointer(canonical), false)
                 }
             }
         }
@@ -217,8 +219,6 @@ enum SamplePack {
 
     enum UUIDCase { case lower, upper }
 
-    private static let dashes: Set<Int> = [8, 13, 18, 23]
-
     /// Whether `uuid` is 8-4-4-4-12 hex digits all of one case (digits alone count as lower).
     static func canonicalUUID(_ uuid: String) -> UUIDCase? {
         guard uuid.utf8.count == 36 else { return nil }
@@ -226,11 +226,12 @@ enum SamplePack {
         return text.withUTF8(canonical)
     }
 
-    private static func canonical(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDCase? {
+    static func canonical(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDCase? {
         guard bytes.count == 36 else { return nil }
         var lower = false, upper = false
-        for (i, b) in bytes.enumerated() {
-            if dashes.contains(i) {
+        for i in 0..<36 {
+            let b = bytes[i]
+            if i == 8 || i == 13 || i == 18 || i == 23 {
                 guard b == UInt8(ascii: "-") else { return nil }
                 continue
             }
@@ -245,16 +246,6 @@ enum SamplePack {
         return upper ? .upper : .lower
     }
 
-    private static func appendUUIDBytes(_ uuid: String, _ out: inout [UInt8]) {
-        var high: UInt8 = 0
-        var half = false
-        for b in uuid.utf8 where b != UInt8(ascii: "-") {
-            let v: UInt8 = b <= UInt8(ascii: "9") ? b - UInt8(ascii: "0") : (b | 0x20) - UInt8(ascii: "a") + 10
-            if half { out.append(high << 4 | v) } else { high = v }
-            half.toggle()
-        }
-    }
-
     // MARK: Varints
 
     static func putVarint(_ value: UInt64, _ out: inout [UInt8]) {
@@ -264,10 +255,6 @@ enum SamplePack {
             v >>= 7
         }
         out.append(UInt8(v))
-    }
-
-    static func putSigned(_ value: Int64, _ out: inout [UInt8]) {
-        putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), &out)
     }
 
     private struct Reader {

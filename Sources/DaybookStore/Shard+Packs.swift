@@ -117,7 +117,7 @@ extension Shard {
             for i in upserts.indices {
                 let hash = upsertHashes[i], seq = upserts[i].seq
                 let place = try work.locate(user: upserts[i].sample.user, uuid: upserts[i].sample.uuid, hash: hash, storeLacks: vouched[i])
-                if let old = place.pack { work.remove(upserts[i].sample.uuid, of: upserts[i].sample.user, from: old, hash: hash) }
+                if let old = place.pack { try work.remove(upserts[i].sample.uuid, of: upserts[i].sample.user, from: old, hash: hash) }
                 if place.tombstoned { try work.dropTombstone(user: upserts[i].sample.user, uuid: upserts[i].sample.uuid, hash: hash) }
                 let start = upserts[i].sample.start.nanoseconds, end = upserts[i].sample.end.nanoseconds
                 let key = PackKey(user: upserts[i].sample.user, metric: upserts[i].sample.metric.storageCode, day: SamplePack.day(ofStart: start))
@@ -131,7 +131,7 @@ extension Shard {
         for (i, (user, uuid)) in deletes.enumerated() {
             let hash = deleteHashes[i]
             let place = try work.locate(user: user, uuid: uuid, hash: hash)
-            if let old = place.pack { work.remove(uuid, of: user, from: old, hash: hash) }
+            if let old = place.pack { try work.remove(uuid, of: user, from: old, hash: hash) }
             if !place.tombstoned { try work.addTombstone(user: user, uuid: uuid, hash: hash) }
         }
         try work.write()
@@ -165,8 +165,12 @@ extension Shard {
         do {
             try SamplePack.decode(bytes, day: key.day, body)
         } catch let damaged as SamplePack.Damaged {
-            throw ShardError(.notAShard, "\(path): the pack of user \(key.user), metric \(key.metric), UTC day \(key.day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
+            throw damagedPack(key, damaged)
         }
+    }
+
+    func damagedPack(_ key: PackKey, _ damaged: SamplePack.Damaged) -> ShardError {
+        ShardError(.notAShard, "\(path): the pack of user \(key.user), metric \(key.metric), UTC day \(key.day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
     }
 
     func sample(_ packed: PackedSample, key: PackKey) throws -> Sample {
@@ -190,6 +194,16 @@ extension Shard {
             try read.withBlob(0) { bytes in try decodePack(bytes, key: key) { out.append($0) } }
         }
         return out
+    }
+
+    /// The stored bytes of a pack; empty if there is no such pack.
+    func readPackBytes(_ key: PackKey) throws -> [UInt8] {
+        let read = try database.statement("SELECT samples FROM packs WHERE user = ? AND metric = ? AND day = ?")
+        try read.bind(1, key.user)
+        try read.bind(2, key.metric)
+        try read.bind(3, key.day)
+        defer { read.reset() }
+        return try read.step() ? read.blob(0) : []
     }
 
     func isTombstoned(user: String, uuid: String) throws -> Bool {
@@ -224,18 +238,56 @@ extension PackedSample {
     }
 }
 
-/// A pack as a batch changes it: its samples in log order while only later ones are
-/// appended (the arrival of new samples), and a uuid index built only if a lookup needs it.
+/// A pack as a batch changes it. While the batch only appends samples that come after the
+/// stored ones in pack order (the arrival of new samples), the pack stays bytes: the stored
+/// blob and the new samples coded after its tail (`PackEncoder`), so that writing it codes
+/// only the new samples and no stored one becomes a String. A lookup, a removal or an
+/// append out of order turns it into samples (decoded once), written whole as before.
 struct PackEdit {
-    private(set) var samples: [PackedSample]
+    /// The blob as stored (empty when there is none), until the pack is decoded.
+    private var stored: [UInt8]
+    /// The stored pack's tail and the samples coded after it, once one is appended.
+    private var tail: SamplePack.Tail?
+    private var appended: PackEncoder?
+    /// The log position and uuid of the last sample appended as bytes.
+    private var last: (seq: Int64, uuid: String)?
+    /// The samples, once decoded: in pack order while only later ones are appended.
+    private var samples: [PackedSample]?
     private var index: [NameKey: Int]?
     private var inOrder = true
+    /// Whether the batch changed the pack (it is written then).
+    var changed = false
 
-    init(_ samples: [PackedSample]) { self.samples = samples }
+    init(stored: [UInt8]) { self.stored = stored }
 
-    var isEmpty: Bool { samples.isEmpty }
+    init(_ samples: [PackedSample]) {
+        stored = []
+        self.samples = samples
+    }
 
-    mutating func position(of uuid: String) -> Int? {
+    var isEmpty: Bool {
+        if let samples { return samples.isEmpty }
+        return (tail?.count ?? (stored.isEmpty ? 0 : 1)) + (appended?.count ?? 0) == 0
+    }
+
+    /// The samples, decoded from the bytes on first use (`key` names the pack in errors).
+    mutating func decoded(_ shard: Shard, _ key: PackKey) throws -> [PackedSample] {
+        if let samples { return samples }
+        var all: [PackedSample] = []
+        let bytes = appended.map { $0.pack(after: stored, tail: tail) } ?? stored
+        if !bytes.isEmpty {
+            try bytes.withUnsafeBytes { try shard.decodePack($0, key: key) { all.append($0) } }
+        }
+        samples = all
+        stored = []
+        tail = nil
+        appended = nil
+        last = nil
+        return all
+    }
+
+    mutating func position(of uuid: String, _ shard: Shard, _ key: PackKey) throws -> Int? {
+        let samples = try decoded(shard, key)
         if index == nil {
             var built: [NameKey: Int] = [:]
             built.reserveCapacity(samples.count)
@@ -245,27 +297,67 @@ struct PackEdit {
         return index?[NameKey(uuid)]
     }
 
+    func sample(at i: Int) -> PackedSample? { samples?[i] }
+
+    /// Whether the pack was decoded (for tests: a batch of appends in order never decodes it).
+    var isDecoded: Bool { samples != nil }
+
     /// Adds a sample whose uuid the pack does not hold.
-    mutating func append(_ sample: PackedSample) {
-        if let last = samples.last, !PackedSample.inPackOrder(last, sample) { inOrder = false }
-        index?[NameKey(sample.uuid)] = samples.count
-        samples.append(sample)
+    mutating func append(_ sample: PackedSample, _ shard: Shard, _ key: PackKey) throws {
+        changed = true
+        if samples == nil {
+            if appended == nil {
+                var stored = SamplePack.Tail(previousStart: key.day &* Instant.nanosPerDay)
+                if !self.stored.isEmpty {
+                    do {
+                        stored = try self.stored.withUnsafeBytes { try SamplePack.tail($0, day: key.day) }
+                    } catch let damaged as SamplePack.Damaged {
+                        throw shard.damagedPack(key, damaged)
+                    }
+                }
+                tail = stored
+                appended = PackEncoder(after: stored)
+            }
+            if comesLast(sample) {
+                appended!.add(sample)
+                last = (sample.seq, sample.uuid)
+                return
+            }
+            _ = try decoded(shard, key)
+        }
+        if let last = samples!.last, !PackedSample.inPackOrder(last, sample) { inOrder = false }
+        index?[NameKey(sample.uuid)] = samples!.count
+        samples!.append(sample)
     }
 
-    mutating func remove(_ uuid: String) {
-        guard let i = position(of: uuid) else { return }
-        let last = samples.count - 1
+    /// Whether `sample` comes after every sample of the bytes in pack order.
+    private func comesLast(_ sample: PackedSample) -> Bool {
+        if let last { return last.seq != sample.seq ? last.seq < sample.seq : last.uuid < sample.uuid }
+        guard let end = tail?.last else { return true }
+        if end.seq != sample.seq { return end.seq < sample.seq }
+        return String(decoding: end.uuid, as: UTF8.self) < sample.uuid
+    }
+
+    mutating func remove(_ uuid: String, _ shard: Shard, _ key: PackKey) throws {
+        guard let i = try position(of: uuid, shard, key) else { return }
+        changed = true
+        let last = samples!.count - 1
         if i != last {
-            samples.swapAt(i, last)
-            index?[NameKey(samples[i].uuid)] = i
+            samples!.swapAt(i, last)
+            index?[NameKey(samples![i].uuid)] = i
             inOrder = false
         }
-        samples.removeLast()
+        samples!.removeLast()
         index?[NameKey(uuid)] = nil
     }
 
-    /// The samples in pack order (`inPackOrder`), as they are written.
-    var ordered: [PackedSample] { inOrder ? samples : samples.sorted(by: PackedSample.inPackOrder) }
+    /// The blob to write: the stored bytes with the appended samples after them, or the
+    /// decoded samples coded whole in pack order (`inPackOrder`).
+    func bytes(day: Int64) -> [UInt8] {
+        if let samples { return SamplePack.encode(inOrder ? samples : samples.sorted(by: PackedSample.inPackOrder), day: day) }
+        if let appended { return appended.pack(after: stored, tail: tail) }
+        return stored
+    }
 }
 
 /// The packs one batch (or one lookup) reads, with what it changed, written at the end.
@@ -286,24 +378,45 @@ struct PackWork {
         static func == (a: UserUUID, b: UserUUID) -> Bool { a.hash == b.hash && a.uuid == b.uuid && a.user == b.user }
     }
 
-    private struct IndexKey: Hashable {
-        var hash: Int64
-        var place: Int64
+    let shard: Shard
+    /// The packs read, by key, as places in `edits`.
+    private var slots: [PackKey: Int] = [:]
+    private var keys: [PackKey] = []
+    private var edits: [PackEdit] = []
+    /// The packs used last: a partition's samples come in runs of a few users' few packs,
+    /// found here by comparing integers instead of hashing a user's String.
+    private var recent: [RecentPack] = []
+    private var nextRecent = 0
+    private static let recentPacks = 8
 
-        func _rawHashValue(seed: Int) -> Int { NameHash.table(int: hash &* 0x2545_F491_4F6C_DD1D ^ place, seed: seed) }
+    /// A pack used lately, its user by the bits of the String `keys` holds. Equal bits are the
+    /// same bytes (one small String's inline bytes, or one storage object, kept alive by
+    /// `keys` so that no other String can take its address); other bits say nothing, and the
+    /// dictionary answers.
+    private struct RecentPack {
+        var user: (UInt64, UInt64)
+        var metric: Int
+        var day: Int64
+        var slot: Int
     }
 
-    let shard: Shard
-    private var packs: [PackKey: PackEdit] = [:]
-    private var dirty: Set<PackKey> = []
+    @inline(__always)
+    private static func bits(_ name: String) -> (UInt64, UInt64) { unsafeBitCast(name, to: (UInt64, UInt64).self) }
     private var placed: [UserUUID: Place] = [:]
-    private var counts: [IndexKey: Int] = [:]
+    /// The index changes, as (hash, place) keys that sort as the pairs do: one +1 per insert,
+    /// one −1 per removal, summed in `write` (no dictionary per sample).
+    private var added: [UInt64] = []
+    private var removed: [UInt64] = []
+    /// Changes whose place does not fit the packed key (never in practice; kept so that
+    /// `write` still refuses them as the index does).
+    private var unpacked: [IndexEntry] = []
     /// What the uuid index said of the hashes asked ahead (`prefetchPlaces`).
     private var prefetched: [Int64: [Int64]] = [:]
 
     init(shard: Shard, expecting uuids: Int = 0) {
         self.shard = shard
         placed.reserveCapacity(uuids)
+        added.reserveCapacity(uuids)
     }
 
     /// Where the version in force of (user, uuid) is, and whether it is tombstoned.
@@ -322,8 +435,8 @@ struct PackWork {
                 continue
             }
             let key = Shard.pack(of: user, at: spot)
-            try load(key)
-            if packs[key]?.position(of: uuid) != nil {
+            let slot = try load(key)
+            if try edits[slot].position(of: uuid, shard, key) != nil {
                 place.pack = key
                 break
             }
@@ -341,35 +454,64 @@ struct PackWork {
     }
 
     /// The sample of `uuid` in a pack `locate` found it in.
-    mutating func sample(_ uuid: String, in key: PackKey) -> PackedSample? {
-        guard let i = packs[key]?.position(of: uuid) else { return nil }
-        return packs[key]?.samples[i]
+    mutating func sample(_ uuid: String, in key: PackKey) throws -> PackedSample? {
+        guard let slot = slots[key], let i = try edits[slot].position(of: uuid, shard, key) else { return nil }
+        return edits[slot].sample(at: i)
     }
 
-    /// Reads a pack on first use.
-    private mutating func load(_ key: PackKey) throws {
-        if packs[key] == nil { packs[key] = PackEdit(try shard.readPack(key)) }
+    /// Reads a pack on first use, as bytes; its slot in `edits`.
+    private mutating func load(_ key: PackKey) throws -> Int {
+        let user = PackWork.bits(key.user)
+        for r in recent where r.day == key.day && r.metric == key.metric && r.user == user { return r.slot }
+        let slot: Int
+        if let known = slots[key] {
+            slot = known
+        } else {
+            slot = edits.count
+            edits.append(PackEdit(stored: try shard.readPackBytes(key)))
+            keys.append(key)
+            slots[key] = slot
+        }
+        let used = RecentPack(user: PackWork.bits(keys[slot].user), metric: key.metric, day: key.day, slot: slot)
+        if recent.count < PackWork.recentPacks {
+            recent.append(used)
+        } else {
+            recent[nextRecent] = used
+            nextRecent = (nextRecent + 1) % PackWork.recentPacks
+        }
+        return slot
     }
 
-    mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) {
-        packs[key]?.remove(uuid)
-        dirty.insert(key)
+    mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) throws {
+        let slot = try load(key)
+        try edits[slot].remove(uuid, shard, key)
+        edits[slot].changed = true
         count(hash, at: Shard.place(metric: key.metric, day: key.day), by: -1)
         placed[UserUUID(user: user, uuid: uuid, hash: hash), default: Place(pack: nil, tombstoned: false)].pack = nil
     }
 
     /// Adds a sample whose uuid is in no pack (`locate` said so, or it was removed).
     mutating func insert(_ sample: PackedSample, of user: String, into key: PackKey, hash: Int64) throws {
-        try load(key)
-        packs[key]?.append(sample)
-        dirty.insert(key)
+        let slot = try load(key)
+        try edits[slot].append(sample, shard, key)
         count(hash, at: Shard.place(metric: key.metric, day: key.day), by: 1)
         placed[UserUUID(user: user, uuid: sample.uuid, hash: hash)] = Place(pack: key, tombstoned: false)
     }
 
     /// Changes the number of uuids of `hash` at `place` that `write` records in the uuid index (as one run).
     private mutating func count(_ hash: Int64, at place: Int64, by delta: Int) {
-        counts[IndexKey(hash: hash, place: place), default: 0] += delta
+        guard let h = Int32(exactly: hash), let p = Int32(exactly: place) else {
+            unpacked.append(IndexEntry(hash: hash, place: place, count: Int64(delta)))
+            return
+        }
+        // Flipping the sign bits makes unsigned order the signed order of (hash, place).
+        let key = UInt64(UInt32(bitPattern: h) ^ 0x8000_0000) << 32 | UInt64(UInt32(bitPattern: p) ^ 0x8000_0000)
+        if delta > 0 { added.append(key) } else { removed.append(key) }
+    }
+
+    private static func entry(_ key: UInt64, count: Int64) -> IndexEntry {
+        IndexEntry(hash: Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: key >> 32) ^ 0x8000_0000)),
+                   place: Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: key) ^ 0x8000_0000)), count: count)
     }
 
     mutating func addTombstone(user: String, uuid: String, hash: Int64) throws {
@@ -391,25 +533,53 @@ struct PackWork {
     }
 
     /// Writes every changed pack (an empty one is deleted) and the index counts.
-    func write() throws {
+    mutating func write() throws {
         let database = shard.database
         let put = try database.statement("INSERT OR REPLACE INTO packs (user, metric, day, samples) VALUES (?, ?, ?, ?)")
         let drop = try database.statement("DELETE FROM packs WHERE user = ? AND metric = ? AND day = ?")
-        for key in dirty {
-            let pack = packs[key] ?? PackEdit([])
-            let statement = pack.isEmpty ? drop : put
+        for slot in edits.indices where edits[slot].changed {
+            let key = keys[slot]
+            let empty = edits[slot].isEmpty
+            let statement = empty ? drop : put
             try statement.bind(1, key.user)
             try statement.bind(2, key.metric)
             try statement.bind(3, key.day)
-            if !pack.isEmpty { try statement.bind(4, blob: SamplePack.encode(pack.ordered, day: key.day)) }
+            if !empty { try statement.bind(4, blob: edits[slot].bytes(day: key.day)) }
             try statement.run()
         }
-        // The index's changes as one sorted run: a row per batch, not an upsert per sample.
+        try shard.addIndexRun(indexChanges())
+    }
+
+    /// The index's changes as one sorted run, summed per (hash, place), none zero: a row per
+    /// batch, not an upsert per sample.
+    private mutating func indexChanges() -> [IndexEntry] {
+        added.sort()
+        removed.sort()
         var changes: [IndexEntry] = []
-        changes.reserveCapacity(counts.count)
-        for (key, delta) in counts where delta != 0 { changes.append(IndexEntry(hash: key.hash, place: key.place, count: Int64(delta))) }
-        changes.sort(by: IndexEntry.before)
-        try shard.addIndexRun(changes)
+        changes.reserveCapacity(added.count + removed.count)
+        var a = 0, r = 0
+        while a < added.count || r < removed.count {
+            let key = r == removed.count || (a < added.count && added[a] <= removed[r]) ? added[a] : removed[r]
+            var count: Int64 = 0
+            while a < added.count, added[a] == key {
+                count += 1
+                a += 1
+            }
+            while r < removed.count, removed[r] == key {
+                count -= 1
+                r += 1
+            }
+            if count != 0 { changes.append(PackWork.entry(key, count: count)) }
+        }
+        guard !unpacked.isEmpty else { return changes }
+        // A place out of the index's range: summed with the rest, so that the run refuses it.
+        var all = changes + unpacked
+        all.sort(by: IndexEntry.before)
+        changes.removeAll()
+        for e in all {
+            if let last = changes.last, last.hash == e.hash, last.place == e.place { changes[changes.count - 1].count += e.count } else { changes.append(e) }
+        }
+        return changes.filter { $0.count != 0 }
     }
 }
 
@@ -433,7 +603,7 @@ extension Shard: LedgerStore {
         try work.prefetchPlaces(of: hashes)
         for (uuid, hash) in zip(uuids, hashes) {
             let place = try work.locate(user: user, uuid: uuid, hash: hash)
-            if let key = place.pack, let packed = work.sample(uuid, in: key) {
+            if let key = place.pack, let packed = try work.sample(uuid, in: key) {
                 out[uuid] = .live(try sample(packed, key: key), seq: packed.seq)
             } else {
                 out[uuid] = place.tombstoned ? .tombstoned : .absent
