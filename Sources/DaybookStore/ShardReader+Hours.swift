@@ -237,26 +237,10 @@ struct StoredSamples {
     func hourWindow(user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> SampleWindow {
         var window = SampleWindow(user: user, priority: priority)
         guard let (from, to) = Self.clamped(from, to) else { return window }
-        let first = (Int64(from.number) - 1) * Instant.nanosPerDay
-        let high = (Int64(to.number) + 2) * Instant.nanosPerDay
-        let low = metric.isCumulative ? first - max(0, maxSpan) : first
         var columns = PackColumns()
         columns.reserve(256 * (Int(to.number) - Int(from.number) + 4))
-        let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ? ORDER BY day")
-        try read.bind(1, user)
-        try read.bind(2, metric.storageCode)
-        try read.bind(3, SamplePack.day(ofStart: low))
-        try read.bind(4, SamplePack.day(ofStart: high - 1))
-        defer { read.reset() }
-        while try read.step() {
-            let day = read.int64(0)
-            try read.withBlob(1) { bytes in
-                do {
-                    try SamplePack.decodeWindow(bytes, day: day, low: low, high: high, first: first, into: &columns)
-                } catch let damaged as SamplePack.Damaged {
-                    throw Shard.ShardError(.notAShard, "\(path): the pack of user \(user), metric \(metric.rawValue), UTC day \(day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
-                }
-            }
+        try forEachPack(user: user, metric: metric, from: from, to: to) { day, bytes, bounds in
+            try SamplePack.decodeWindow(bytes, day: day, low: bounds.low, high: bounds.high, first: bounds.first, into: &columns)
         }
         // The shard's name ids → the window's, through a table by id (ids are the rowids of
         // `names`, dense from 1): each name looked up and interned once.
@@ -304,6 +288,22 @@ struct StoredSamples {
     private func forEachSample(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool,
                                _ body: (PackedSample, UnsafeRawBufferPointer) throws -> Void) throws {
         guard let (from, to) = Self.clamped(from, to) else { return }
+        try forEachPack(user: user, metric: metric, from: from, to: to) { day, bytes, bounds in
+            try SamplePack.decodeFields(bytes, day: day, uuids: uuids) { packed, uuid in
+                // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
+                guard packed.start >= bounds.low, packed.start < bounds.high,
+                      packed.end > bounds.first || packed.start >= bounds.first else { return }
+                try body(packed, uuid)
+            }
+        }
+    }
+
+    /// Calls `body` with each stored pack of (`user`, `metric`) that can hold a sample
+    /// reaching the civil days `from` through `to` (already `clamped`), in day order, with
+    /// the bounds a sample must meet: a start in [`low`, `high`) and reaching past `first`.
+    /// A damaged pack throws a `ShardError` naming it.
+    private func forEachPack(user: String, metric: Metric, from: CivilDay, to: CivilDay,
+                             _ body: (_ day: Int64, _ bytes: UnsafeRawBufferPointer, _ bounds: (low: Int64, first: Int64, high: Int64)) throws -> Void) throws {
         let first = (Int64(from.number) - 1) * Instant.nanosPerDay
         let high = (Int64(to.number) + 2) * Instant.nanosPerDay
         let low = metric.isCumulative ? first - max(0, maxSpan) : first
@@ -317,11 +317,7 @@ struct StoredSamples {
             let day = read.int64(0)
             try read.withBlob(1) { bytes in
                 do {
-                    try SamplePack.decodeFields(bytes, day: day, uuids: uuids) { packed, uuid in
-                        // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
-                        guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
-                        try body(packed, uuid)
-                    }
+                    try body(day, bytes, (low, first, high))
                 } catch let damaged as SamplePack.Damaged {
                     throw Shard.ShardError(.notAShard, "\(path): the pack of user \(user), metric \(metric.rawValue), UTC day \(day) is damaged (\(damaged.reason)). Move the shard away and restart: a missing shard is rebuilt from the log.")
                 }
