@@ -182,20 +182,6 @@ extension Shard {
                       value: packed.value, zone: try name(packed.zone), version: packed.version)
     }
 
-    /// The samples of a pack in the order they were written; empty if there is no such pack.
-    func readPack(_ key: PackKey) throws -> [PackedSample] {
-        let read = try database.statement("SELECT samples FROM packs WHERE user = ? AND metric = ? AND day = ?")
-        try read.bind(1, key.user)
-        try read.bind(2, key.metric)
-        try read.bind(3, key.day)
-        defer { read.reset() }
-        var out: [PackedSample] = []
-        if try read.step() {
-            try read.withBlob(0) { bytes in try decodePack(bytes, key: key) { out.append($0) } }
-        }
-        return out
-    }
-
     /// The stored bytes of a pack; empty if there is no such pack.
     func readPackBytes(_ key: PackKey) throws -> [UInt8] {
         let read = try database.statement("SELECT samples FROM packs WHERE user = ? AND metric = ? AND day = ?")
