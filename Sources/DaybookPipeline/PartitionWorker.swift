@@ -63,13 +63,14 @@ final class PartitionWorker {
 
     /// A staged event's bytes: its slot in the array and each string too long to be stored
     /// inline (more than 15 UTF-8 bytes), rounded as malloc rounds, with its header.
-    static func stagedSize(of event: Event) -> Int {
+    /// Its fields are read in place, nothing copied.
+    static func stagedSize(of staged: borrowing Ledger.Staged) -> Int {
         func heap(_ s: String) -> Int { s.utf8.count > 15 ? (s.utf8.count + 32 + 15) & ~15 : 0 }
         var bytes = MemoryLayout<Ledger.Staged>.stride
-        switch event {
-        case .sampleAdded(let s): bytes += heap(s.user) + heap(s.uuid) + heap(s.source) + heap(s.zone)
-        case .sampleDeleted(let user, let uuid): bytes += heap(user) + heap(uuid)
-        case .sourceCheckedIn(let c): bytes += heap(c.user) + heap(c.source) + 16 * (c.metrics?.count ?? 0)
+        switch staged.kind {
+        case .added: bytes += heap(staged.sample.user) + heap(staged.sample.uuid) + heap(staged.sample.source) + heap(staged.sample.zone)
+        case .deleted: bytes += heap(staged.sample.user) + heap(staged.sample.uuid)
+        case .checkedIn: bytes += heap(staged.sample.user) + heap(staged.sample.source) + 16 * (staged.checkInMetrics?.count ?? 0)
         }
         return bytes
     }
@@ -124,28 +125,31 @@ final class PartitionWorker {
                 stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                           reason: error.description, code: error.code.rawValue))
             case .success(let event):
+                // Staged at once: from here its fields are read in place (a `switch` over the
+                // `Event` would copy its Strings each time).
+                let item = Ledger.Staged(event: event, position: message.offset,
+                                         deliveredAt: message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) })
                 // Byte for byte: String's == would take a differently normalized key for the user.
-                if message.withKey({ key in !key.isEmpty && !NameHash.sameBytes(key, event.user) }) {
+                if message.withKey({ key in !key.isEmpty && !NameHash.sameBytes(key, item.sample.user) }) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
                     stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(event.user)); publish events keyed by user",
+                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(item.sample.user)); publish events keyed by user",
                                                               code: "key_mismatch"))
                     continue
                 }
                 // A partition's messages name a few users over and over: those already found at
                 // home are compared, not hashed again.
-                if let placement, homeUsers.value(of: event.user) == nil {
-                    if let reason = Self.misplacement(of: event.user, in: partition, placement) {
+                if let placement, homeUsers.value(of: item.sample.user) == nil {
+                    if let reason = Self.misplacement(of: item.sample.user, in: partition, placement) {
                         stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                                   reason: reason, code: "wrong_partition"))
                         continue
                     }
-                    homeUsers.note(event.user, ())
+                    homeUsers.note(item.sample.user, ())
                 }
-                staged.append(Ledger.Staged(event: event, position: message.offset,
-                                            deliveredAt: message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }))
-                stagedBytes += Self.stagedSize(of: event)
+                stagedBytes += Self.stagedSize(of: item)
+                staged.append(item)
             }
         }
         return (skipped, reread)

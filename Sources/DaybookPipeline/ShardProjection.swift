@@ -82,45 +82,49 @@ public final class ShardProjection {
             batch.sync[SyncKey(user: done.user, source: done.source), default: SourceSync(user: done.user, source: done.source)].merge(done)
             run = nil
         }
-        // Each staged event is copied out once and its sample taken out once, then passed on
-        // (every `switch` over an `Event` copies it, through value witnesses).
-        for item in events {
-            let position = item.position
-            // What the cache knew of the uuid before the event changed it.
-            var storeLacks = false
-            switch item.event {
-            case .sampleAdded(let sample):
-                let changed: Bool
-                if position < rereadBelow {
-                    storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid)
-                    changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
-                } else {
-                    changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
-                }
-                if changed {
-                    batch.upserts.append((sample, position))
-                    batch.storeLacks.append(storeLacks)
-                }
-                if recordingSync {
-                    if let current = run, NameHash.sameBytes(current.user, sample.user), NameHash.sameBytes(current.source, sample.source) {
-                        // the same pair as the event before
+        // Each staged event's fields are read where the batch holds them (`Ledger.Staged` is
+        // flat for this): only a changed sample is copied, into the store's batch.
+        events.withUnsafeBufferPointer { events in
+            for i in events.indices {
+                let position = events[i].position
+                // What the cache knew of the uuid before the event changed it.
+                var storeLacks = false
+                switch events[i].kind {
+                case .added:
+                    let changed: Bool
+                    if position < rereadBelow {
+                        storeLacks = ledger.storeLacks(user: events[i].sample.user, uuid: events[i].sample.uuid)
+                        changed = ledger.reapply(added: events[i].sample, at: position, dirty: &dirty)
                     } else {
-                        endRun()
-                        run = SourceSync(user: sample.user, source: sample.source)
+                        changed = ledger.apply(added: events[i].sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
                     }
-                    run?.note(sample, deliveredAt: item.deliveredAt)
-                }
-            case .sampleDeleted(let user, let uuid):
-                if position < rereadBelow {
-                    ledger.reapply(item.event, at: position, dirty: &dirty)
-                } else {
-                    ledger.apply(item.event, at: position, dirty: &dirty, storeLacks: &storeLacks)
-                }
-                batch.deletes.append((user, uuid))
-            case .sourceCheckedIn:
-                // No sample state: the ledger has nothing to apply (`Ledger.apply`).
-                if recordingSync, let life = SourceSync.signOfLife(item.event, deliveredAt: item.deliveredAt) {
-                    batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
+                    if changed {
+                        batch.upserts.append((events[i].sample, position))
+                        batch.storeLacks.append(storeLacks)
+                    }
+                    if recordingSync {
+                        if let current = run, NameHash.sameBytes(current.user, events[i].sample.user),
+                           NameHash.sameBytes(current.source, events[i].sample.source) {
+                            // the same pair as the event before
+                        } else {
+                            endRun()
+                            run = SourceSync(user: events[i].sample.user, source: events[i].sample.source)
+                        }
+                        run?.note(events[i].sample, deliveredAt: events[i].deliveredAt)
+                    }
+                case .deleted:
+                    let event = Event.sampleDeleted(user: events[i].sample.user, uuid: events[i].sample.uuid)
+                    if position < rereadBelow {
+                        ledger.reapply(event, at: position, dirty: &dirty)
+                    } else {
+                        ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                    }
+                    batch.deletes.append((events[i].sample.user, events[i].sample.uuid))
+                case .checkedIn:
+                    // No sample state: the ledger has nothing to apply (`Ledger.apply`).
+                    if recordingSync, let life = SourceSync.signOfLife(events[i].event, deliveredAt: events[i].deliveredAt) {
+                        batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
+                    }
                 }
             }
         }

@@ -68,7 +68,25 @@ public enum NameHash {
     }
 
     /// Whether two names are the same bytes (a native String's bytes are compared in place).
+    /// Two Strings whose 16 bytes are the same are the same name: a small String holds its
+    /// bytes in those 16, a large one points at its storage. The projector's names come from
+    /// one memo (`ZoneMemo`), so most compares end there, before counting or `memcmp`.
+    @inline(__always)
     public static func sameBytes(_ a: String, _ b: String) -> Bool {
+        if sameRepresentation(a, b) { return true }
+        return sameBytesByContent(a, b)
+    }
+
+    /// Whether the two Strings are bit for bit the same value (same small contents, or the
+    /// same storage with the same count and flags). False says nothing.
+    @inline(__always)
+    static func sameRepresentation(_ a: String, _ b: String) -> Bool {
+        guard MemoryLayout<String>.size == 16 else { return false }
+        let x = unsafeBitCast(a, to: (UInt64, UInt64).self), y = unsafeBitCast(b, to: (UInt64, UInt64).self)
+        return x.0 == y.0 && x.1 == y.1
+    }
+
+    private static func sameBytesByContent(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
         let answer = a.utf8.withContiguousStorageIfAvailable { x in
             b.utf8.withContiguousStorageIfAvailable { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }

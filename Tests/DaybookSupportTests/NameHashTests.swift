@@ -35,6 +35,23 @@ import Testing
         }
     }
 
+    @Test func oneStorageAndTwoStoragesOfANameCompareAlike() {
+        // A large name and a copy of it share storage (the identity fast path); the same bytes
+        // built apart do not, and are compared by content; one byte off is another name, also
+        // when count and storage kind match.
+        let name = String(repeating: "x", count: 40)
+        let copy = name
+        let rebuilt = String(repeating: "x", count: 39) + "x"
+        let other = String(repeating: "x", count: 39) + "y"
+        #expect(NameHash.sameBytes(name, copy))
+        #expect(NameHash.sameBytes(name, rebuilt))
+        #expect(!NameHash.sameBytes(name, other))
+        #expect(!NameHash.sameBytes(name, String(repeating: "x", count: 41)))
+        // Small names (up to 15 bytes) live in the String itself.
+        #expect(NameHash.sameBytes("user-1", String("user-" + "1")))
+        #expect(!NameHash.sameBytes("user-1", "user-1 "))
+    }
+
     @Test func aTableOfNameKeysKeepsEveryAnswer() {
         // 10,000 uuid-like names, each stored and found again; a name not stored is not found.
         var table: [NameKey: Int] = [:]
