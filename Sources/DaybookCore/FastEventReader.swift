@@ -30,22 +30,23 @@ enum FastEventReader {
         if !c.closeAtOnce() {
             repeat {
                 guard let key = c.key() else { return nil }
-                if key.is("type") {
+                switch key.word {
+                case Key.type:
                     guard seen.first(0), let t = c.text() else { return nil }
                     type = t
-                } else if key.is("user") {
+                case Key.user:
                     guard seen.first(1), let t = c.text() else { return nil }
                     user = t
-                } else if key.is("uuid") {
+                case Key.uuid:
                     guard seen.first(2), let t = c.text() else { return nil }
                     uuid = t
-                } else if key.is("schema") {
+                case Key.schema:
                     guard seen.first(3), case .number(1)? = c.jsonNumber() else { return nil }
-                } else if key.is("sample") {
+                case Key.sample:
                     guard seen.first(4), let s = validSample(&c, zones: &zones) else { return nil }
                     sample = s
-                } else {
-                    guard seen.firstUnknown(key.string), c.skip(depth: 1) else { return nil }
+                default:
+                    guard seen.firstUnknown(key.text.string), c.skip(depth: 1) else { return nil }
                 }
             } while c.nextMember()
             guard c.closed else { return nil }
@@ -76,36 +77,37 @@ enum FastEventReader {
         if !c.closeAtOnce() {
             repeat {
                 guard let key = c.key() else { return nil }
-                if key.is("uuid") {
+                switch key.word {
+                case Key.uuid:
                     guard seen.first(0), let t = c.text() else { return nil }
                     uuid = t
-                } else if key.is("metric") {
+                case Key.metric:
                     guard seen.first(1), let t = c.text() else { return nil }
                     metricName = t
-                } else if key.is("source") {
+                case Key.source:
                     guard seen.first(2), let t = c.text() else { return nil }
                     source = t
-                } else if key.is("start") {
+                case Key.start:
                     guard seen.first(3), let t = c.text() else { return nil }
                     start = t
-                } else if key.is("end") {
+                case Key.end:
                     guard seen.first(4), let t = c.text() else { return nil }
                     end = t
-                } else if key.is("unit") {
+                case Key.unit:
                     guard seen.first(5), let t = c.text() else { return nil }
                     unit = t
-                } else if key.is("zone") {
+                case Key.zone:
                     guard seen.first(6), let t = c.text() else { return nil }
                     zone = t
-                } else if key.is("value") {
+                case Key.value:
                     guard seen.first(7), let d = c.sampleValue() else { return nil }
                     value = d
-                } else if key.is("version") {
+                case Key.version:
                     guard seen.first(8), let v = c.integer() else { return nil }
                     version = v
-                } else {
+                default:
                     // The sample's members are one level deeper.
-                    guard seen.firstUnknown(key.string), c.skip(depth: 2) else { return nil }
+                    guard seen.firstUnknown(key.text.string), c.skip(depth: 2) else { return nil }
                 }
             } while c.nextMember()
             guard c.closed else { return nil }
@@ -158,7 +160,7 @@ enum FastEventReader {
 
     /// A string value as it stands between its quotes, and whether it is all ASCII (seen by
     /// the same scan, so nothing looks at its bytes twice).
-    private struct Text {
+    struct Text {
         var bytes: UnsafeBufferPointer<UInt8>
         var ascii: Bool
 
@@ -169,6 +171,29 @@ enum FastEventReader {
         }
 
         var string: String { String(decoding: bytes, as: UTF8.self) }
+    }
+
+    /// A member's name, and its bytes as one little-endian word when it has 1 to 8 of them
+    /// (0 otherwise): every name the event format knows is 3 to 7 ASCII bytes, so a name is
+    /// told by one integer compare instead of a length check and a `memcmp` per candidate.
+    struct Key {
+        var text: Text
+        var word: UInt64
+
+        /// The word of each known name (`FastEventReaderTests` checks them against `word(of:)`).
+        static let type: UInt64 = 0x6570_7974, user: UInt64 = 0x7265_7375, uuid: UInt64 = 0x6469_7575
+        static let schema: UInt64 = 0x616d_6568_6373, sample: UInt64 = 0x656c_706d_6173
+        static let metric: UInt64 = 0x6369_7274_656d, source: UInt64 = 0x6563_7275_6f73
+        static let start: UInt64 = 0x74_7261_7473, end: UInt64 = 0x64_6e65, unit: UInt64 = 0x7469_6e75
+        static let zone: UInt64 = 0x656e_6f7a, value: UInt64 = 0x65_756c_6176, version: UInt64 = 0x6e_6f69_7372_6576
+
+        /// The word of `bytes` as `key()` computes it: 1 to 8 bytes little-endian, else 0.
+        static func word(of bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+            guard (1...8).contains(bytes.count) else { return 0 }
+            var w: UInt64 = 0
+            for (k, b) in bytes.enumerated() { w |= UInt64(b) << (8 * UInt64(k)) }
+            return w
+        }
     }
 
     /// An id or name as the event keeps it: ASCII as it stands; anything else only if it is
@@ -248,14 +273,42 @@ enum FastEventReader {
 
         /// A member's name and the colon after it, positioned at the value; nil for a name
         /// with an escape, a control character or a byte ≥ 0x80, or no colon.
-        mutating func key() -> Text? {
+        /// The usual name, up to 7 bytes with 8 bytes of line after its opening quote, is
+        /// read from one word: its closing quote is found by the same "has a zero byte" test
+        /// as `text()`'s, and any other special or non-ASCII byte before it goes the long way.
+        mutating func key() -> Key? {
             skipSpace()
-            guard let name = text(), name.ascii else { return nil }
+            let key: Key
+            if i + 9 <= count, base[i] == 34 {
+                let w = UnsafeRawPointer(base + i + 1).loadUnaligned(as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+                let special = (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((w &- ones &* 0x20) & ~w) | w) & highs
+                let k = special.trailingZeroBitCount >> 3
+                if k > 0, k < 8, base[i + 1 + k] == 34 {
+                    key = Key(text: Text(bytes: UnsafeBufferPointer(start: base + i + 1, count: k), ascii: true),
+                              word: w & (UInt64.max >> (64 - 8 * UInt64(k))))
+                    i += k + 2
+                } else {
+                    guard let long = longKey() else { return nil }
+                    key = long
+                }
+            } else {
+                guard let long = longKey() else { return nil }
+                key = long
+            }
             skipSpace()
             guard i < count, base[i] == 58 else { return nil }
             i += 1
             skipSpace()
-            return name
+            return key
+        }
+
+        /// A name `key()` does not read from one word (empty, 8 bytes or more, near the end
+        /// of the line, or with a byte it must look at): through `text()`.
+        private mutating func longKey() -> Key? {
+            guard let name = text(), name.ascii else { return nil }
+            return Key(text: name, word: Key.word(of: name.bytes))
         }
 
         /// After a member's value: true past a comma (another member follows), false at the

@@ -190,6 +190,69 @@ import Testing
         #expect(found == Metric.allCases.reduce(0) { $0 + $1.units.count })
     }
 
+    // MARK: member names read as one word
+
+    @Test func eachKnownMemberNameHasTheWordOfItsBytes() {
+        let known: [(String, UInt64)] = [
+            ("type", FastEventReader.Key.type), ("user", FastEventReader.Key.user), ("uuid", FastEventReader.Key.uuid),
+            ("schema", FastEventReader.Key.schema), ("sample", FastEventReader.Key.sample), ("metric", FastEventReader.Key.metric),
+            ("source", FastEventReader.Key.source), ("start", FastEventReader.Key.start), ("end", FastEventReader.Key.end),
+            ("unit", FastEventReader.Key.unit), ("zone", FastEventReader.Key.zone), ("value", FastEventReader.Key.value),
+            ("version", FastEventReader.Key.version),
+        ]
+        for (name, word) in known {
+            #expect(Array(name.utf8).withUnsafeBufferPointer { FastEventReader.Key.word(of: $0) } == word, "\(name)")
+        }
+        #expect(Set(known.map(\.1)).count == known.count)
+        #expect(Array("".utf8).withUnsafeBufferPointer { FastEventReader.Key.word(of: $0) } == 0)
+        #expect(Array("versions1".utf8).withUnsafeBufferPointer { FastEventReader.Key.word(of: $0) } == 0)
+    }
+
+    /// Lines with an extra member in either object, its name 0–10 bytes: a known name again
+    /// (a repeated member), a known name one byte off, a prefix or extension of one, the
+    /// other object's names, names with an escape, a control character or a non-ASCII byte,
+    /// and every cut of the line from the member's name on. Wherever the direct reader
+    /// answers it gives the tree reader's event, and it answers exactly for the lines it
+    /// should: no repeated member, no name it must look at, no cut line.
+    @Test func memberNamesOfEveryLengthReadAsTheTreeReadsThem() {
+        let outer = ["type", "user", "uuid", "schema", "sample"]
+        let inner = ["uuid", "metric", "source", "start", "end", "unit", "zone", "value", "version"]
+        var names = outer + inner + ["", "x", "ty", "typ", "typf", "types", "endx", "versio", "versionx", "versions1", "sampled", "abcdefgh", "abcdefghij"]
+        names += (outer + inner).map { String($0.dropLast()) + "#" }
+        let special = [#"ty\"pe"#, #"ty\\pe"#, "ty\tpe", "t\u{E9}pe", "\u{E9}", #"u\u0073er"#]
+        names += special
+        // In the base lines: the event's type, user and sample; the sample's members but version.
+        let inBase = (outer: ["type", "user", "sample"], inner: ["uuid", "metric", "source", "start", "end", "unit", "zone", "value"])
+        var read = 0
+        for name in names {
+            for isInner in [false, true] {
+                let member = "\"\(name)\":1"
+                let line = isInner
+                    ? #"{"type":"sample-added","user":"ana","sample":{"uuid":"a1","metric":"steps","source":"watch","start":"2024-03-02T09:00:00Z","end":"2024-03-02T09:30:00Z","value":5,"unit":"count","zone":"UTC",\#(member)}}"#
+                    : #"{"type":"sample-added","user":"ana","sample":{"uuid":"a1","metric":"steps","source":"watch","start":"2024-03-02T09:00:00Z","end":"2024-03-02T09:30:00Z","value":5,"unit":"count","zone":"UTC"},\#(member)}"#
+                let bytes = Array(line.utf8)
+                // A sample-added event has no uuid of its own: the direct reader leaves that to the tree.
+                let expected = !special.contains(name) && !(isInner ? inBase.inner : inBase.outer).contains(name) && !(!isInner && name == "uuid")
+                // The whole line, and the line cut at every byte from the member's name to its end.
+                for cut in [bytes.count] + Array((bytes.count - member.utf8.count - 2)..<bytes.count) {
+                    let piece = Array(bytes[..<cut])
+                    var zones = ZoneMemo()
+                    let fast = piece.withUnsafeBufferPointer { FastEventReader.event($0, zones: &zones) }
+                    let tree: Event? = piece.withUnsafeBufferPointer { b in
+                        var integers: [String: Int64]? = [:]
+                        guard let json = try? JSONParser.parse(b, exactIntegers: &integers) else { return nil }
+                        return try? EventDecoder().decode(json, exactIntegers: integers ?? [:])
+                    }
+                    #expect((fast != nil) == (expected && cut == bytes.count), "\(name) in the \(isInner ? "sample" : "event"), cut at \(cut)")
+                    guard let fast else { continue }
+                    read += 1
+                    #expect(fast == tree, "\(name) in the \(isInner ? "sample" : "event")")
+                }
+            }
+        }
+        #expect(read > 40)
+    }
+
     // MARK: names remembered from line to line
 
     /// One memo shared by 6,000 lines naming 300 users of 1–40 bytes (so the 64 slots of
