@@ -55,7 +55,8 @@ enum FastEventReader {
         c.skipSpace()
         guard c.atEnd else { return nil }
         if type.is("sample-added") {
-            guard uuid == nil, var s = sample, let name = name(user, &zones) else { return nil }
+            // Taken out of the optional, not copied: its Strings are not retained again.
+            guard uuid == nil, let name = name(user, &zones), var s = sample.take() else { return nil }
             s.user = name
             return .sampleAdded(s)
         }

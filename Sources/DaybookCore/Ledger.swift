@@ -108,15 +108,20 @@ public final class Ledger {
 
         public init(event: consuming Event, position: Int64, deliveredAt: Instant? = nil) {
             let zero = Instant(nanoseconds: 0)
+            // Each field set on its own (a tuple assignment builds the tuple, then copies it).
             switch consume event {
             case .sampleAdded(let sample):
-                (kind, self.sample, checkInMetrics) = (.added, sample, nil)
+                kind = .added
+                self.sample = sample
+                checkInMetrics = nil
             case .sampleDeleted(let user, let uuid):
-                (kind, checkInMetrics) = (.deleted, nil)
+                kind = .deleted
                 sample = Sample(user: user, uuid: uuid, metric: .steps, source: "", start: zero, end: zero, value: 0, zone: "")
+                checkInMetrics = nil
             case .sourceCheckedIn(let c):
-                (kind, checkInMetrics) = (.checkedIn, c.metrics)
+                kind = .checkedIn
                 sample = Sample(user: c.user, uuid: "", metric: .steps, source: c.source, start: c.at, end: c.at, value: 0, zone: "")
+                checkInMetrics = c.metrics
             }
             self.position = position
             self.deliveredAt = deliveredAt

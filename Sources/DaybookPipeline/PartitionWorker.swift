@@ -120,7 +120,8 @@ final class PartitionWorker {
             let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
                 : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes, zones: &zones) } }
-            switch decoded {
+            // Consumed: the event is moved into its staged form, not copied.
+            switch consume decoded {
             case .failure(let error):
                 stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                           reason: error.description, code: error.code.rawValue))

@@ -91,26 +91,27 @@ public final class ShardProjection {
                 var storeLacks = false
                 switch events[i].kind {
                 case .added:
+                    // Copied out once: an argument read through the buffer is copied at each call.
+                    let sample = events[i].sample
                     let changed: Bool
                     if position < rereadBelow {
-                        storeLacks = ledger.storeLacks(user: events[i].sample.user, uuid: events[i].sample.uuid)
-                        changed = ledger.reapply(added: events[i].sample, at: position, dirty: &dirty)
+                        storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid)
+                        changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
                     } else {
-                        changed = ledger.apply(added: events[i].sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
-                    }
-                    if changed {
-                        batch.upserts.append((events[i].sample, position))
-                        batch.storeLacks.append(storeLacks)
+                        changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
                     }
                     if recordingSync {
-                        if let current = run, NameHash.sameBytes(current.user, events[i].sample.user),
-                           NameHash.sameBytes(current.source, events[i].sample.source) {
+                        if let current = run, NameHash.sameBytes(current.user, sample.user), NameHash.sameBytes(current.source, sample.source) {
                             // the same pair as the event before
                         } else {
                             endRun()
-                            run = SourceSync(user: events[i].sample.user, source: events[i].sample.source)
+                            run = SourceSync(user: sample.user, source: sample.source)
                         }
-                        run?.note(events[i].sample, deliveredAt: events[i].deliveredAt)
+                        run?.note(sample, deliveredAt: events[i].deliveredAt)
+                    }
+                    if changed {
+                        batch.upserts.append((sample, position)) // its last use: moved, not copied
+                        batch.storeLacks.append(storeLacks)
                     }
                 case .deleted:
                     let event = Event.sampleDeleted(user: events[i].sample.user, uuid: events[i].sample.uuid)
