@@ -137,16 +137,25 @@ public final class Ledger {
         }
     }
 
-    /// `load(for:)` of a staged batch, walked by index over the array's own storage: an
-    /// `Event` is too large for the compiler to copy inline, so each copy (a `for` loop's, a
-    /// `map`'s) goes through its value witnesses, ~600 instructions; these loops copy none.
-    public func load(forStaged events: [Staged]) throws {
-        guard let store else { return }
+    /// `load(for:)` of a staged batch, walked by index over the array's own storage (fields
+    /// read in place, no event copied).
+    /// - Returns: each staged event's uuid hash (`NameHash.of`; 0 for a check-in), which
+    ///   `apply(added:at:dirty:storeLacks:uuidHash:)` takes instead of hashing the uuid
+    ///   again; empty for an in-memory ledger, which loads nothing.
+    @discardableResult
+    public func load(forStaged events: [Staged]) throws -> [UInt64] {
+        guard let store else { return [] }
         clock += 1
-        try store.reading { try events.withUnsafeBufferPointer { try load(for: $0, from: store) } }
+        var hashes = [UInt64](repeating: 0, count: events.count)
+        try store.reading {
+            try events.withUnsafeBufferPointer { events in
+                try hashes.withUnsafeMutableBufferPointer { try load(for: events, hashes: $0, from: store) }
+            }
+        }
+        return hashes
     }
 
-    private func load(for events: UnsafeBufferPointer<Staged>, from store: any LedgerStore) throws {
+    private func load(for events: UnsafeBufferPointer<Staged>, hashes: UnsafeMutableBufferPointer<UInt64>, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         // Per user (by identity: no id hashed again), the uuids to look up; a uuid twice in
         // the batch is asked twice and answered once.
@@ -178,6 +187,7 @@ public final class Ledger {
             if state.uuids[key] == nil, state.storeMayHold(key) {
                 unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid)
             }
+            hashes[i] = key.hash
             pending.append(Pending(state: state, user: userID, uuid: key, added: added))
         }
         for (userID, state, uuids) in unknown.values {
@@ -443,11 +453,14 @@ public final class Ledger {
     /// `apply(_:at:dirty:storeLacks:)` of a `sample-added` event, given its sample (a
     /// projection that has already taken the sample out of its event passes it on: taking
     /// it out again copies it).
+    /// - Parameter uuidHash: `NameHash.of(sample.uuid)` when the caller has it (what
+    ///   `load(forStaged:)` returned for the event), else nil.
     @discardableResult
-    public func apply(added sample: Sample, at position: Int64, dirty: inout DirtyDays, storeLacks: inout Bool) -> Bool {
+    public func apply(added sample: Sample, at position: Int64, dirty: inout DirtyDays, storeLacks: inout Bool,
+                      uuidHash: UInt64? = nil) -> Bool {
         let state = user(sample.user)
         // One lookup of the uuid decides everything below.
-        let uuidKey = NameKey(sample.uuid)
+        let uuidKey = uuidHash.map { NameKey(sample.uuid, hash: $0) } ?? NameKey(sample.uuid)
         let current = state.uuids[uuidKey]
         storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
         if case .tombstoned? = current { return false }

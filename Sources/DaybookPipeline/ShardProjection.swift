@@ -64,8 +64,10 @@ public final class ShardProjection {
         batch.upserts.reserveCapacity(events.count)
         batch.storeLacks.reserveCapacity(events.count)
         let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
+        // Each event's uuid hash, computed once by the load (empty for an in-memory ledger).
+        var uuidHashes: [UInt64] = []
         do {
-            try ledger.load(forStaged: events)
+            uuidHashes = try ledger.load(forStaged: events)
         } catch {
             fail()
             throw error
@@ -98,7 +100,8 @@ public final class ShardProjection {
                         storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid)
                         changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
                     } else {
-                        changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                        changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks,
+                                               uuidHash: i < uuidHashes.count ? uuidHashes[i] : nil)
                     }
                     if recordingSync {
                         if let current = run, NameHash.sameBytes(current.user, sample.user), NameHash.sameBytes(current.source, sample.source) {

@@ -105,26 +105,28 @@ extension Shard {
                       nameID: (String) throws -> Int64) throws -> Int64 {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
-        let upsertHashes = upserts.map { uuidHash($0.sample.user, $0.sample.uuid) }
+        // By index over the array's storage: a closure over each (sample, seq) pair copies it.
+        let upsertHashes = upserts.withUnsafeBufferPointer { pairs in pairs.indices.map { uuidHash(pairs[$0].sample.user, pairs[$0].sample.uuid) } }
         let deleteHashes = deletes.map { uuidHash($0.user, $0.uuid) }
         let vouched = upserts.indices.map { $0 < storeLacks.count && storeLacks[$0] }
         // The uuids the ledger could not vouch for are looked up in the index together.
         var unvouched = deleteHashes
         for i in upserts.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
-        // By index over the array's storage: no copy of each (sample, seq) pair.
+        // By index over the array's storage, each sample copied out once: a field read
+        // through the buffer is copied again at every call it is passed to.
         try upserts.withUnsafeBufferPointer { upserts in
             for i in upserts.indices {
                 let hash = upsertHashes[i], seq = upserts[i].seq
-                let place = try work.locate(user: upserts[i].sample.user, uuid: upserts[i].sample.uuid, hash: hash, storeLacks: vouched[i])
-                if let old = place.pack { try work.remove(upserts[i].sample.uuid, of: upserts[i].sample.user, from: old, hash: hash) }
-                if place.tombstoned { try work.dropTombstone(user: upserts[i].sample.user, uuid: upserts[i].sample.uuid, hash: hash) }
-                let start = upserts[i].sample.start.nanoseconds, end = upserts[i].sample.end.nanoseconds
-                let key = PackKey(user: upserts[i].sample.user, metric: upserts[i].sample.metric.storageCode, day: SamplePack.day(ofStart: start))
-                try work.insert(PackedSample(uuid: upserts[i].sample.uuid, source: try nameID(upserts[i].sample.source), start: start, end: end,
-                                             value: upserts[i].sample.value, zone: try nameID(upserts[i].sample.zone), seq: seq,
-                                             version: upserts[i].sample.version),
-                                of: upserts[i].sample.user, into: key, hash: hash)
+                let sample = upserts[i].sample
+                let place = try work.locate(user: sample.user, uuid: sample.uuid, hash: hash, storeLacks: vouched[i])
+                if let old = place.pack { try work.remove(sample.uuid, of: sample.user, from: old, hash: hash) }
+                if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.uuid, hash: hash) }
+                let start = sample.start.nanoseconds, end = sample.end.nanoseconds
+                let key = PackKey(user: sample.user, metric: sample.metric.storageCode, day: SamplePack.day(ofStart: start))
+                try work.insert(PackedSample(uuid: sample.uuid, source: try nameID(sample.source), start: start, end: end,
+                                             value: sample.value, zone: try nameID(sample.zone), seq: seq, version: sample.version),
+                                of: sample.user, into: key, hash: hash)
                 longest = max(longest, end - start)
             }
         }

@@ -145,6 +145,13 @@ public struct NameKey: Hashable, Sendable, CustomStringConvertible {
         hash = NameHash.of(name)
     }
 
+    /// A key whose hash the caller computed already: `hash` must be `NameHash.of(name)`
+    /// (a key made with another hash is never found).
+    public init(_ name: String, hash: UInt64) {
+        self.name = name
+        self.hash = hash
+    }
+
     public static func == (a: NameKey, b: NameKey) -> Bool { a.hash == b.hash && NameHash.sameBytes(a.name, b.name) }
     public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     public func _rawHashValue(seed: Int) -> Int { NameHash.table(hash, seed: seed) }

@@ -134,6 +134,39 @@ import Testing
         expectDiscriminating([phone, manual], total: 915)
     }
 
+    @Test func aLoadHandsBackEachEventsUUIDHashAndApplyingWithItGivesTheSameRows() throws {
+        // One batch: two adds of ana's, a delete of the first, a check-in. The load returns
+        // NameHash.of each sample event's uuid (0 for the check-in); applied with those
+        // hashes, the ledger keeps c's 120 steps (the naive sum of all adds 620, the max 500)
+        // and knows a is deleted, as the ledger applying without hashes does.
+        let events: [Event] = [
+            added("a", "phone", "2024-05-01T09:00:00Z", "2024-05-01T10:00:00Z", 500, zone: "UTC"),
+            added("c", "phone", "2024-05-01T11:00:00Z", "2024-05-01T12:00:00Z", 120, zone: "UTC"),
+            .sampleDeleted(user: "ana", uuid: "a"),
+            .sourceCheckedIn(CheckIn(user: "ana", source: "phone", at: Instant(nanoseconds: 1_714_560_000_000_000_000))),
+        ]
+        let staged = events.enumerated().map { Ledger.Staged(event: $1, position: Int64($0)) }
+        var rows: [[DayKey: DayTotal]] = []
+        for withHashes in [true, false] {
+            let ledger = Ledger(priority: LogGenerator.priority, store: MemoryStore(), cacheBudgetBytes: Int.max)
+            let hashes = try ledger.load(forStaged: staged)
+            #expect(hashes == [NameHash.of("a"), NameHash.of("c"), NameHash.of("a"), 0])
+            var dirty = DirtyDays()
+            for (i, item) in staged.enumerated() {
+                var lacks = false
+                if item.kind == .added {
+                    ledger.apply(added: item.sample, at: item.position, dirty: &dirty, storeLacks: &lacks, uuidHash: withHashes ? hashes[i] : nil)
+                } else {
+                    ledger.apply(item.event, at: item.position, dirty: &dirty, storeLacks: &lacks)
+                }
+            }
+            #expect(ledger.isTombstoned(user: "ana", uuid: "a"))
+            rows.append(ledger.recompute(dirty.keys).compactMapValues { $0 })
+        }
+        #expect(rows[0] == rows[1])
+        #expect(rows[0].values.map(\.value) == [120])
+    }
+
     @Test func aUserKeepsKnowingItsUUIDsAfterEviction() throws {
         // ana's first sample a (500 steps, 2024-05-01) is evicted by a budget one byte under
         // what the cache holds once b (2024-05-20) is in: a's day is the coldest. ana stays
