@@ -164,7 +164,7 @@ import Testing
             rows.append(ledger.recompute(dirty.keys).compactMapValues { $0 })
         }
         #expect(rows[0] == rows[1])
-        #expect(rows[0].values.map(\.value) == [120])
+        #expect(rows[0].values.map(\.summary) == [.cumulative(value: 120, sources: [SourceShare(source: "phone", value: 120)])])
     }
 
     @Test func aUserKeepsKnowingItsUUIDsAfterEviction() throws {
