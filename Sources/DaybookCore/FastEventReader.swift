@@ -43,8 +43,10 @@ enum FastEventReader {
                 case Key.schema:
                     guard seen.first(3), case .number(1)? = c.jsonNumber() else { return nil }
                 case Key.sample:
-                    guard seen.first(4), let s = validSample(&c, zones: &zones) else { return nil }
-                    sample = s
+                    // Assigned straight from the call (binding it first made a copy).
+                    guard seen.first(4) else { return nil }
+                    sample = validSample(&c, zones: &zones)
+                    if case .none = sample { return nil }
                 default:
                     guard seen.firstUnknown(key.text.string), c.skip(depth: 1) else { return nil }
                 }
