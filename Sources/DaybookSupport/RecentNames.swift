@@ -6,6 +6,10 @@
 ///     if let id = recent.value(of: name) { return id }
 ///     let id = table[name]; recent.note(name, id)
 ///
+/// Names compare byte for byte (`NameHash.sameBytes`, as `NameKey` does), not by Swift's
+/// canonical equivalence: the event format's names are NFC, so the two agree on every name
+/// it accepts, and a name handed out by one memo is recognised by its storage at once.
+///
 /// O(capacity) per call.
 public struct RecentNames<Value> {
     public let capacity: Int
@@ -18,7 +22,7 @@ public struct RecentNames<Value> {
 
     /// The answer noted for `name`, if it is among the last few.
     public func value(of name: String) -> Value? {
-        for i in names.indices where names[i] == name { return values[i] }
+        for i in names.indices where NameHash.sameBytes(names[i], name) { return values[i] }
         return nil
     }
 
