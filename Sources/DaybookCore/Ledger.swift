@@ -301,8 +301,13 @@ public final class Ledger {
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
             for d in day...last { metricState.dayUse[d] = clock }
-            for (sample, seq) in stored where metricState.records[seq] == nil && state.uuids[NameKey(sample.uuid)] == nil {
-                cache(sample, seq: seq, in: &metricState, of: state)
+            // By index: a `for` over (sample, seq) pairs copied each through the runtime's
+            // generic tuple witness; here a sample already cached is not copied at all.
+            stored.withUnsafeBufferPointer { stored in
+                for i in stored.indices where metricState.records[stored[i].seq] == nil {
+                    let sample = stored[i].sample
+                    if state.uuids[NameKey(sample.uuid)] == nil { cache(sample, seq: stored[i].seq, in: &metricState, of: state) }
+                }
             }
             state.metrics[metric] = metricState
             day = last + 1
