@@ -224,10 +224,15 @@ public final class Ledger {
             needs[key, default: (state, userID, [])].days.append(days)
         }
         // Nothing is evicted during a load: the users of step 1 are still cached.
-        for p in pending {
-            if let added = p.added { need(p.state, p.user, added.metric, added.days) }
-            if case .live(let metric, let seq)? = p.state.uuids[p.uuid], let r = p.state.metrics[metric]?.records[seq] {
-                need(p.state, p.user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
+        // By index, fields read in place: a `for` copied each entry (a reference, a String,
+        // a key) through its value witness.
+        pending.withUnsafeBufferPointer { pending in
+            for i in pending.indices {
+                let state = pending[i].state
+                if let added = pending[i].added { need(state, pending[i].user, added.metric, added.days) }
+                if case .live(let metric, let seq)? = state.uuids[pending[i].uuid], let r = state.metrics[metric]?.records[seq] {
+                    need(state, pending[i].user, metric, Ledger.loadRange(start: r.start, end: r.end, metric: metric))
+                }
             }
         }
         for (key, need) in needs {
