@@ -135,6 +135,15 @@ import Testing
         return text
     }
 
+    /// The event the general path (a JSON tree, then `EventDecoder`) reads from `bytes`, or nil.
+    static func treeEvent(_ bytes: [UInt8]) -> Event? {
+        bytes.withUnsafeBufferPointer { b in
+            var integers: [String: Int64]? = [:]
+            guard let json = try? JSONParser.parse(b, exactIntegers: &integers) else { return nil }
+            return try? EventDecoder().decode(json, exactIntegers: integers ?? [:])
+        }
+    }
+
     @Test func sampleValuesReadAsTheTreeReadsThem() throws {
         var g = SplitMix64(seed: 0xFA57)
         var fast = 0, fractions = 0
@@ -143,11 +152,7 @@ import Testing
             let bytes = Self.line(value: text)
             var zones = ZoneMemo()
             let direct = bytes.withUnsafeBufferPointer { FastEventReader.event($0, zones: &zones) }
-            let tree: Event? = bytes.withUnsafeBufferPointer { b in
-                var integers: [String: Int64]? = [:]
-                guard let json = try? JSONParser.parse(b, exactIntegers: &integers) else { return nil }
-                return try? EventDecoder().decode(json, exactIntegers: integers ?? [:])
-            }
+            let tree = Self.treeEvent(bytes)
             guard let direct else { continue }
             fast += 1
             if text.contains(".") { fractions += 1 }
@@ -238,11 +243,7 @@ import Testing
                     let piece = Array(bytes[..<cut])
                     var zones = ZoneMemo()
                     let fast = piece.withUnsafeBufferPointer { FastEventReader.event($0, zones: &zones) }
-                    let tree: Event? = piece.withUnsafeBufferPointer { b in
-                        var integers: [String: Int64]? = [:]
-                        guard let json = try? JSONParser.parse(b, exactIntegers: &integers) else { return nil }
-                        return try? EventDecoder().decode(json, exactIntegers: integers ?? [:])
-                    }
+                    let tree = Self.treeEvent(piece)
                     #expect((fast != nil) == (expected && cut == bytes.count), "\(name) in the \(isInner ? "sample" : "event"), cut at \(cut)")
                     guard let fast else { continue }
                     read += 1
