@@ -44,6 +44,49 @@ struct SampleColumns {
         return uuid[a].utf8.lexicographicallyPrecedes(uuid[b].utf8)
     }
 
+    /// The columns a resolver and the sum order read, as buffers: valid only inside
+    /// `withFields`. An array read costs a bounds check (and a mutation a uniqueness check),
+    /// which in the resolver's heap and the hours' sort cost more than the comparisons; a
+    /// buffer's subscript is checked in debug builds only.
+    struct Fields {
+        let start: UnsafeBufferPointer<Int64>
+        let end: UnsafeBufferPointer<Int64>
+        let value: UnsafeBufferPointer<Double>
+        let version: UnsafeBufferPointer<Int64>
+        let source: UnsafeBufferPointer<Int32>
+        let zone: UnsafeBufferPointer<Int32>
+        /// Read only when two samples tie on every other field (rare).
+        let uuid: [String]
+
+        /// `SampleColumns.precedesInSumOrder` over the buffers.
+        @inline(__always)
+        func precedesInSumOrder(_ a: Int, _ b: Int) -> Bool {
+            if a == b { return false } // two pieces of one sample in one hour
+            let sa = start[a], sb = start[b]
+            if sa != sb { return sa < sb }
+            let ea = end[a], eb = end[b]
+            if ea != eb { return ea < eb }
+            return uuid[a].utf8.lexicographicallyPrecedes(uuid[b].utf8)
+        }
+    }
+
+    /// Calls `body` with the columns' storage (none of them is copied).
+    func withFields<R>(_ body: (Fields) throws -> R) rethrows -> R {
+        try start.withUnsafeBufferPointer { s in
+            try end.withUnsafeBufferPointer { e in
+                try value.withUnsafeBufferPointer { v in
+                    try version.withUnsafeBufferPointer { ver in
+                        try source.withUnsafeBufferPointer { src in
+                            try zone.withUnsafeBufferPointer { z in
+                                try body(Fields(start: s, end: e, value: v, version: ver, source: src, zone: z, uuid: uuid))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The places of the samples that share their start and end with another (the only ones
     /// whose uuids a tie-break compares), ascending.
     func tiedPlaces() -> [Int] {
