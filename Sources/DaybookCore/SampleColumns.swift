@@ -89,32 +89,37 @@ struct SampleColumns {
 
     /// The places of the samples that share their start and end with another (the only ones
     /// whose uuids a tie-break compares), ascending.
+    /// Complexity: O(n + inversions) for starts nearly in order (`sortByKey`), the scan over
+    /// buffers; a group of shared starts is sorted by end.
     func tiedPlaces() -> [Int] {
-        var keys: [Int64] = []
-        var places: [Int32] = []
-        keys.reserveCapacity(count)
-        places.reserveCapacity(count)
-        for i in 0..<count {
-            keys.append(start[i])
-            places.append(Int32(truncatingIfNeeded: i))
+        let n = count
+        guard n > 1 else { return [] }
+        var keys = start // a copy on the sort's first write: one memcpy, not n appends
+        var places = [Int32](unsafeUninitializedCapacity: n) { buffer, initialized in
+            for i in 0..<n { buffer[i] = Int32(truncatingIfNeeded: i) }
+            initialized = n
         }
         Self.sortByKey(&keys, &places)
         var out: [Int] = []
-        var k = 0
-        while k < keys.count {
-            var last = k
-            while last + 1 < keys.count, keys[last + 1] == keys[k] { last += 1 }
-            if last > k { // a shared start: its samples sharing an end too
-                let group = places[k...last].map(Int.init).sorted { end[$0] < end[$1] }
-                var g = 0
-                while g < group.count {
-                    var h = g
-                    while h + 1 < group.count, end[group[h + 1]] == end[group[g]] { h += 1 }
-                    if h > g { out.append(contentsOf: group[g...h]) }
-                    g = h + 1
+        keys.withUnsafeBufferPointer { keys in
+            places.withUnsafeBufferPointer { places in
+                var k = 0
+                while k < n {
+                    var last = k
+                    while last + 1 < n, keys[last + 1] == keys[k] { last += 1 }
+                    if last > k { // a shared start: its samples sharing an end too
+                        let group = places[k...last].map(Int.init).sorted { end[$0] < end[$1] }
+                        var g = 0
+                        while g < group.count {
+                            var h = g
+                            while h + 1 < group.count, end[group[h + 1]] == end[group[g]] { h += 1 }
+                            if h > g { out.append(contentsOf: group[g...h]) }
+                            g = h + 1
+                        }
+                    }
+                    k = last + 1
                 }
             }
-            k = last + 1
         }
         return out.sorted()
     }

@@ -50,7 +50,7 @@ public enum ReadJSON {
     public static func hours(user: String, metric: Metric, _ hours: [HourTotal], sources: Bool, asOf: AsOf) -> String {
         // One growing byte buffer (`AnswerBytes`), times and days written into it by integer
         // arithmetic: a week of hours is ~120 rows of ~10 writes each.
-        var out = AnswerBytes(capacity: 160 + hours.count * (sources ? 170 : 100))
+        var out = AnswerBytes(capacity: 160 + hours.count * (sources ? 200 : 128))
         out.put(text: head(user: user, metric: metric, bucket: .hour))
         out.put(",\"rows\":[")
         var quotedSources: [(name: String, quoted: String)] = [] // a read names a few sources, each many times
