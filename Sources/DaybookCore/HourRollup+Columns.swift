@@ -20,15 +20,7 @@ extension HourRollup {
         // whose offsets lie in [lo, hi] is within [d·day − hi, (d+1)·day − lo).
         var low = Int64.max, high = Int64.min
         for rules in zones {
-            var lo: Int64 = 0, hi: Int64 = 0
-            if let first = rules.offsets.first {
-                lo = first
-                hi = first
-                for o in rules.offsets {
-                    lo = min(lo, o)
-                    hi = max(hi, o)
-                }
-            }
+            let (lo, hi) = rules.offsetRange
             low = min(low, Int64(days.lowerBound) * Instant.nanosPerDay - hi)
             high = max(high, (Int64(days.upperBound) + 1) * Instant.nanosPerDay - lo)
         }
