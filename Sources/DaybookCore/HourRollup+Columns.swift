@@ -42,14 +42,13 @@ extension HourRollup {
         // The runs and instants cut into hours (a cursor per zone: a zone's hours are found
         // again only when a run leaves the last one), each distinct hour's key kept once in the
         // order met, its pieces pointing at it.
-        var keys: [HourKey] = []
-        var pieces: [Piece] = []
-        pieces.reserveCapacity(runs.start.count * 2 + instants.count)
-        var byHour = true // every hour met after the ones before it: pieces already by hour
-        var cellEnds: [Int] = []
-        var cellSources: [Int32] = []
-        var cellRaws: [Double] = []
-        s.withFields { f in
+        // Everything the loops below write is a local of the closure (captured from outside,
+        // each array's every append went through memory), handed out at its end.
+        let (keys, cellEnds, cellSources, cellRaws) = s.withFields { f in
+            var keys: [HourKey] = []
+            var pieces: [Piece] = []
+            pieces.reserveCapacity(runs.start.count * 2 + instants.count)
+            var byHour = true // every hour met after the ones before it: pieces already by hour
             var zone: Int32 = -1
             var hours = HourCursor(zones.first ?? ZoneRules(identifier: "UTC", transitions: [], offsetSeconds: [0]))
             @inline(__always)
@@ -90,55 +89,62 @@ extension HourRollup {
             orderBySumOrder(&pieces, keys: keys, byHour: byHour, f)
 
             // Raw contributions per (hour, source), as `rows(records:…)` sums them.
+            var cellEnds: [Int] = []
+            var cellSources: [Int32] = []
+            var cellRaws: [Double] = []
             cellSources.reserveCapacity(pieces.count)
             cellRaws.reserveCapacity(pieces.count)
             var distinct: [HourKey] = []
             distinct.reserveCapacity(keys.count)
             rank.withUnsafeBufferPointer { rank in
-                var i = 0
-                while i < pieces.count {
-                    let hour = pieces[i].hour
-                    let key = keys[Int(hour)]
-                    let first = cellSources.count
-                    while i < pieces.count, pieces[i].hour == hour || keys[Int(pieces[i].hour)] == key {
-                        let index = Int(pieces[i].record)
-                        var nanos: Int64 = 0
-                        var whole = false
-                        while i < pieces.count, pieces[i].record == Int32(truncatingIfNeeded: index),
-                              pieces[i].hour == hour || keys[Int(pieces[i].hour)] == key {
-                            if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
-                            i += 1
-                        }
-                        let value = f.value[index]
-                        let contribution = whole ? value : value * (Double(nanos) / Double(f.end[index] - f.start[index]))
-                        let source = f.source[index]
-                        var k = first
-                        while k < cellSources.count, cellSources[k] != source { k += 1 }
-                        if k < cellSources.count {
-                            cellRaws[k] += contribution
-                        } else {
-                            cellSources.append(source)
-                            cellRaws.append(contribution)
-                        }
-                    }
-                    if cellSources.count - first > 1 {
-                        for c in (first + 1)..<cellSources.count {
-                            let (source, raw) = (cellSources[c], cellRaws[c])
-                            var j = c
-                            while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
-                                cellSources[j] = cellSources[j - 1]
-                                cellRaws[j] = cellRaws[j - 1]
-                                j -= 1
+                keys.withUnsafeBufferPointer { keys in
+                    pieces.withUnsafeBufferPointer { pieces in
+                        var i = 0
+                        while i < pieces.count {
+                            let hour = pieces[i].hour
+                            let key = keys[Int(hour)]
+                            let first = cellSources.count
+                            while i < pieces.count, pieces[i].hour == hour || keys[Int(pieces[i].hour)] == key {
+                                let index = Int(pieces[i].record)
+                                var nanos: Int64 = 0
+                                var whole = false
+                                while i < pieces.count, pieces[i].record == Int32(truncatingIfNeeded: index),
+                                      pieces[i].hour == hour || keys[Int(pieces[i].hour)] == key {
+                                    if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
+                                    i += 1
+                                }
+                                let value = f.value[index]
+                                let contribution = whole ? value : value * (Double(nanos) / Double(f.end[index] - f.start[index]))
+                                let source = f.source[index]
+                                var k = first
+                                while k < cellSources.count, cellSources[k] != source { k += 1 }
+                                if k < cellSources.count {
+                                    cellRaws[k] += contribution
+                                } else {
+                                    cellSources.append(source)
+                                    cellRaws.append(contribution)
+                                }
                             }
-                            cellSources[j] = source
-                            cellRaws[j] = raw
+                            if cellSources.count - first > 1 {
+                                for c in (first + 1)..<cellSources.count {
+                                    let (source, raw) = (cellSources[c], cellRaws[c])
+                                    var j = c
+                                    while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
+                                        cellSources[j] = cellSources[j - 1]
+                                        cellRaws[j] = cellRaws[j - 1]
+                                        j -= 1
+                                    }
+                                    cellSources[j] = source
+                                    cellRaws[j] = raw
+                                }
+                            }
+                            distinct.append(key)
+                            cellEnds.append(cellSources.count)
                         }
                     }
-                    distinct.append(key)
-                    cellEnds.append(cellSources.count)
                 }
             }
-            keys = distinct
+            return (distinct, cellEnds, cellSources, cellRaws)
         }
 
         var dayValue = anchors ?? [:]
