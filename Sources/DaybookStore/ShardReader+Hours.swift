@@ -280,24 +280,27 @@ struct StoredSamples {
             try SamplePack.decodeWindow(bytes, day: day, low: bounds.low, high: bounds.high, first: bounds.first, into: &columns)
         }
         // The shard's name ids → the window's, through a table by id (ids are the rowids of
-        // `names`, dense from 1): each name looked up and interned once.
+        // `names`, dense from 1): each name looked up and interned once, the ids read and
+        // written through buffers (two per sample).
         func mapped(_ ids: [Int64], intern: (String) -> Int32) throws -> [Int32] {
             var table: [Int32] = []
-            var out: [Int32] = []
-            out.reserveCapacity(ids.count)
-            for id in ids {
-                if id >= 0, id < table.count, table[Int(id)] >= 0 {
-                    out.append(table[Int(id)])
-                    continue
+            return try [Int32](unsafeUninitializedCapacity: ids.count) { out, written in
+                try ids.withUnsafeBufferPointer { ids in
+                    for (i, id) in ids.enumerated() {
+                        if id >= 0, id < table.count, table[Int(id)] >= 0 {
+                            out[i] = table[Int(id)]
+                        } else {
+                            let windowID = intern(try Self.name(id, in: names, path: path, user: user))
+                            if id >= 0, id < 1 << 20 { // a stray id is looked up each time instead
+                                if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
+                                table[Int(id)] = windowID
+                            }
+                            out[i] = windowID
+                        }
+                        written = i + 1
+                    }
                 }
-                let windowID = intern(try Self.name(id, in: names, path: path, user: user))
-                if id >= 0, id < 1 << 20 { // a stray id is looked up each time instead
-                    if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
-                    table[Int(id)] = windowID
-                }
-                out.append(windowID)
             }
-            return out
         }
         let sources = try mapped(columns.source) { window.sourceID($0) }
         let zones = try mapped(columns.zone) { window.zoneID($0) }
