@@ -184,15 +184,17 @@ import Testing
         #expect(e.pieces.isEmpty && e.total == nil)
     }
 
-    /// Hour reads decode only the packs the shard's zones can reach: a shard naming Tokyo
-    /// (+09:00) alone reads from 15:00Z of the day before `from` to 15:00Z of `to`; one naming
-    /// Kiritimati (+14:00) and Pago Pago (-11:00) from 10:00Z the day before to 11:00Z the day
-    /// after. Samples just inside and just outside those edges, in each zone, give the
-    /// ledger's hours (which reads every sample) on every range around them.
+    /// Hour reads decode only the packs the shard's zones can reach, by the offsets those
+    /// zones have from 1900 on: a shard naming Tokyo alone, 0 (UTC's) to +10:00 (its summer
+    /// time of 1948–51); one naming Kiritimati and Pago Pago, -11:22:48 (Pago Pago's local
+    /// mean time to 1911) to +14:00 (Kiritimati since 1995). Samples and instants an hour each
+    /// side of the edges of today's offsets (+09:00; +14:00 and -11:00), in each zone, give
+    /// the ledger's hours (which reads every sample) on every range around them.
     @Test func hourReadsNarrowTheirPacksToTheShardsZones() throws {
         let hour = Instant.nanosPerSecond * 3_600
-        for (zones, offsets) in [(["Asia/Tokyo"], (min: Int64(0), max: 9 * hour)),
-                                 (["Pacific/Kiritimati", "Pacific/Pago_Pago"], (min: -11 * hour, max: 14 * hour))] {
+        let pagoPagoMeanTime = -(11 * hour + Instant.nanosPerSecond * (22 * 60 + 48))
+        for (zones, offsets) in [(["Asia/Tokyo"], (min: Int64(0), max: 10 * hour)),
+                                 (["Pacific/Kiritimati", "Pacific/Pago_Pago"], (min: pagoPagoMeanTime, max: 14 * hour))] {
             let dir = try Self.dataDirectory(scratch)
             var events: [Event] = []
             // Around 2024-03-10 and 2024-03-12 (UTC): an hour each side of every edge.
