@@ -13,19 +13,6 @@ struct ColumnResolver {
     /// Rank of each source id: lower is better.
     let rank: [Int32]
 
-    /// `TimelineResolver.beats` over the columns.
-    @inline(__always)
-    func beats(_ a: Int32, _ b: Int32) -> Bool {
-        let a = Int(a), b = Int(b)
-        let ra = rank[Int(s.source[a])], rb = rank[Int(s.source[b])]
-        if ra != rb { return ra < rb }
-        if s.version[a] != s.version[b] { return s.version[a] > s.version[b] }
-        if s.start[a] != s.start[b] { return s.start[a] > s.start[b] }
-        if s.end[a] != s.end[b] { return s.end[a] > s.end[b] }
-        if s.value[a] != s.value[b] { return s.value[a] > s.value[b] }
-        return s.uuid[b].utf8.lexicographicallyPrecedes(s.uuid[a].utf8)
-    }
-
     /// The runs of the timeline inside `[low, high)` (they may reach beyond it), in time
     /// order, adjacent runs of one winner merged: parallel arrays of start, end and winner.
     ///
@@ -104,8 +91,11 @@ struct ColumnResolver {
             order.append(Int32(truncatingIfNeeded: i))
         }
         guard !order.isEmpty else { return [] }
-        order.sort { a, b in
-            s.start[Int(a)] != s.start[Int(b)] ? s.start[Int(a)] < s.start[Int(b)] : beats(a, b)
+        s.withFields { f in
+            rank.withUnsafeBufferPointer { rank in
+                let beats = Beats(f: f, rank: rank)
+                order.sort { a, b in f.start[Int(a)] != f.start[Int(b)] ? f.start[Int(a)] < f.start[Int(b)] : beats(a, b) }
+            }
         }
         var out: [Int32] = []
         var r = 0
@@ -125,7 +115,7 @@ struct ColumnResolver {
 
 }
 
-/// `ColumnResolver.beats` over buffers, and the resolver's heap of places (best on top) in a
+/// `TimelineResolver.beats` over the columns' buffers, and the resolver's heap of places (best on top) in a
 /// buffer of room for every sample: no bounds or uniqueness check per step.
 private struct Beats {
     let f: SampleColumns.Fields

@@ -33,17 +33,6 @@ struct SampleColumns {
         }
     }
 
-    /// `Record.precedesInSumOrder` over the columns: by start, end, then uuid (UTF-8 order).
-    @inline(__always)
-    func precedesInSumOrder(_ a: Int, _ b: Int) -> Bool {
-        if a == b { return false } // two pieces of one sample in one hour
-        let sa = start[a], sb = start[b]
-        if sa != sb { return sa < sb }
-        let ea = end[a], eb = end[b]
-        if ea != eb { return ea < eb }
-        return uuid[a].utf8.lexicographicallyPrecedes(uuid[b].utf8)
-    }
-
     /// The columns a resolver and the sum order read, as buffers: valid only inside
     /// `withFields`. An array read costs a bounds check (and a mutation a uniqueness check),
     /// which in the resolver's heap and the hours' sort cost more than the comparisons; a
@@ -58,7 +47,7 @@ struct SampleColumns {
         /// Read only when two samples tie on every other field (rare).
         let uuid: [String]
 
-        /// `SampleColumns.precedesInSumOrder` over the buffers.
+        /// `Record.precedesInSumOrder` over the buffers: by start, end, then uuid (UTF-8 order).
         @inline(__always)
         func precedesInSumOrder(_ a: Int, _ b: Int) -> Bool {
             if a == b { return false } // two pieces of one sample in one hour
