@@ -26,23 +26,13 @@ extension ZoneRules {
     /// Complexity: O(log T + pieces).
     @inline(__always)
     func forEachHour(from start: Int64, to end: Int64, _ body: (Int64, Int64, Int32, Int64) -> Void) {
+        var hours = HourCursor(self)
         var a = start
-        var k = segment(containing: a)
         while a < end {
-            let segmentStart = k > 0 ? transitions[k - 1] : Int64.min
-            let segmentEnd = k < transitions.count ? transitions[k] : Int64.max
-            let offset = offsets[k]
-            let stop = min(end, segmentEnd)
-            while a < stop {
-                let wallHour = floorDiv(a + offset, ZoneRules.nanosPerHour)
-                let hourStart = max(segmentStart, wallHour * ZoneRules.nanosPerHour - offset)
-                let hourEnd = min(segmentEnd, (wallHour + 1) * ZoneRules.nanosPerHour - offset)
-                let day = Int32(floorDiv(a + offset, Instant.nanosPerDay))
-                let pieceEnd = min(stop, hourEnd)
-                body(hourStart, hourEnd, day, pieceEnd - a)
-                a = pieceEnd
-            }
-            k += 1
+            hours.move(to: a)
+            let pieceEnd = min(end, hours.end)
+            body(hours.start, hours.end, hours.day, pieceEnd - a)
+            a = pieceEnd
         }
     }
 
@@ -51,5 +41,50 @@ extension ZoneRules {
         var found = (start: t, end: t, day: Int32(0))
         forEachHour(from: t, to: t + 1) { s, e, day, _ in found = (s, e, day) }
         return found
+    }
+}
+
+/// The civil hour of one zone holding an instant, kept while the instant moves forward:
+/// hours partition time, so while the instant stays inside the hour found last nothing is
+/// computed again, and the next hour's segment is found from the last one. A read's runs
+/// come in time order, ~9 an hour: most of them need no division and no search.
+///
+/// Complexity: `move(to:)` O(1) inside the last hour or its segment's next one, else
+/// O(log T) for T offset changes.
+struct HourCursor {
+    let rules: ZoneRules
+    /// The hour found last, `[start, end)`, and its civil day (empty before the first move).
+    private(set) var start: Int64 = 0
+    private(set) var end: Int64 = 0
+    private(set) var day: Int32 = 0
+    /// Its segment of one offset, the `k`-th, `[segmentStart, segmentEnd)` (empty before the
+    /// first move: a real segment never is).
+    private var k = 0
+    private var segmentStart: Int64 = 0
+    private var segmentEnd: Int64 = 0
+
+    init(_ rules: ZoneRules) {
+        self.rules = rules
+    }
+
+    /// Makes `start`, `end` and `day` those of the civil hour holding `t`.
+    @inline(__always)
+    mutating func move(to t: Int64) {
+        if t >= start, t < end { return }
+        if t < segmentStart || t >= segmentEnd {
+            let transitions = rules.transitions
+            if segmentStart < segmentEnd, t >= segmentEnd, k + 1 == transitions.count || t < transitions[k + 1] {
+                k += 1 // the next segment (`segmentEnd` was `transitions[k]`): a run crossing an offset change
+            } else {
+                k = rules.segment(containing: t)
+            }
+            segmentStart = k > 0 ? transitions[k - 1] : Int64.min
+            segmentEnd = k < transitions.count ? transitions[k] : Int64.max
+        }
+        let offset = rules.offsets[k]
+        let wallHour = floorDiv(t + offset, ZoneRules.nanosPerHour)
+        start = max(segmentStart, wallHour * ZoneRules.nanosPerHour - offset)
+        end = min(segmentEnd, (wallHour + 1) * ZoneRules.nanosPerHour - offset)
+        day = Int32(floorDiv(t + offset, Instant.nanosPerDay))
     }
 }

@@ -13,21 +13,12 @@ struct ColumnResolver {
     /// Rank of each source id: lower is better.
     let rank: [Int32]
 
-    /// `TimelineResolver.beats` over the columns.
-    @inline(__always)
-    func beats(_ a: Int32, _ b: Int32) -> Bool {
-        let a = Int(a), b = Int(b)
-        let ra = rank[Int(s.source[a])], rb = rank[Int(s.source[b])]
-        if ra != rb { return ra < rb }
-        if s.version[a] != s.version[b] { return s.version[a] > s.version[b] }
-        if s.start[a] != s.start[b] { return s.start[a] > s.start[b] }
-        if s.end[a] != s.end[b] { return s.end[a] > s.end[b] }
-        if s.value[a] != s.value[b] { return s.value[a] > s.value[b] }
-        return s.uuid[b].utf8.lexicographicallyPrecedes(s.uuid[a].utf8)
-    }
-
     /// The runs of the timeline inside `[low, high)` (they may reach beyond it), in time
     /// order, adjacent runs of one winner merged: parallel arrays of start, end and winner.
+    ///
+    /// The sweep reads the columns, the rank table and its heap through buffers, and writes
+    /// runs into buffers of their largest count: each step moves the time to another sample
+    /// bound, so n samples give at most 2n runs.
     func runs(low: Int64, high: Int64) -> (start: [Int64], end: [Int64], winner: [Int32]) {
         var keys: [Int64] = []
         var order: [Int32] = []
@@ -41,34 +32,55 @@ struct ColumnResolver {
             }
         }
         SampleColumns.sortByKey(&keys, &order)
+        let n = order.count
+        guard n > 0 else { return ([], [], []) }
 
-        var runStart: [Int64] = [], runEnd: [Int64] = [], runWinner: [Int32] = []
-        runStart.reserveCapacity(order.count)
-        runEnd.reserveCapacity(order.count)
-        runWinner.reserveCapacity(order.count)
-        var heap: [Int32] = []
-        var next = 0
-        var t = Int64.min
-        while next < order.count || !heap.isEmpty {
-            if heap.isEmpty { t = keys[next] }
-            while next < order.count, keys[next] <= t {
-                push(order[next], &heap)
-                next += 1
-            }
-            while let top = heap.first, s.end[Int(top)] <= t { pop(&heap) }
-            guard let winner = heap.first else { continue }
-            var until = s.end[Int(winner)]
-            if next < order.count { until = min(until, keys[next]) }
-            if let last = runWinner.last, last == winner, runEnd[runEnd.count - 1] == t {
-                runEnd[runEnd.count - 1] = until
-            } else {
-                runStart.append(t)
-                runEnd.append(until)
-                runWinner.append(winner)
-            }
-            t = until
+        let runStart = UnsafeMutableBufferPointer<Int64>.allocate(capacity: 2 * n)
+        let runEnd = UnsafeMutableBufferPointer<Int64>.allocate(capacity: 2 * n)
+        let runWinner = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 2 * n)
+        let heap = UnsafeMutableBufferPointer<Int32>.allocate(capacity: n)
+        defer {
+            runStart.deallocate()
+            runEnd.deallocate()
+            runWinner.deallocate()
+            heap.deallocate()
         }
-        return (runStart, runEnd, runWinner)
+        let count = s.withFields { f in
+            rank.withUnsafeBufferPointer { rank in
+                keys.withUnsafeBufferPointer { keys in
+                    order.withUnsafeBufferPointer { order in
+                        let beats = Beats(f: f, rank: rank)
+                        var runs = 0
+                        var size = 0
+                        var next = 0
+                        var t = Int64.min
+                        while next < n || size > 0 {
+                            if size == 0 { t = keys[next] }
+                            while next < n, keys[next] <= t {
+                                beats.push(order[next], heap, &size)
+                                next += 1
+                            }
+                            while size > 0, f.end[Int(heap[0])] <= t { beats.pop(heap, &size) }
+                            guard size > 0 else { continue }
+                            let winner = heap[0]
+                            var until = f.end[Int(winner)]
+                            if next < n { until = min(until, keys[next]) }
+                            if runs > 0, runWinner[runs - 1] == winner, runEnd[runs - 1] == t {
+                                runEnd[runs - 1] = until
+                            } else {
+                                runStart[runs] = t
+                                runEnd[runs] = until
+                                runWinner[runs] = winner
+                                runs += 1
+                            }
+                            t = until
+                        }
+                        return runs
+                    }
+                }
+            }
+        }
+        return (Array(runStart[..<count]), Array(runEnd[..<count]), Array(runWinner[..<count]))
     }
 
     /// The instants in `[low, high)` that count (`TimelineResolver.instants`' outcomes with no
@@ -79,8 +91,11 @@ struct ColumnResolver {
             order.append(Int32(truncatingIfNeeded: i))
         }
         guard !order.isEmpty else { return [] }
-        order.sort { a, b in
-            s.start[Int(a)] != s.start[Int(b)] ? s.start[Int(a)] < s.start[Int(b)] : beats(a, b)
+        s.withFields { f in
+            rank.withUnsafeBufferPointer { rank in
+                let beats = Beats(f: f, rank: rank)
+                order.sort { a, b in f.start[Int(a)] != f.start[Int(b)] ? f.start[Int(a)] < f.start[Int(b)] : beats(a, b) }
+            }
         }
         var out: [Int32] = []
         var r = 0
@@ -98,33 +113,55 @@ struct ColumnResolver {
         return out
     }
 
+}
+
+/// `TimelineResolver.beats` over the columns' buffers, and the resolver's heap of places (best on top) in a
+/// buffer of room for every sample: no bounds or uniqueness check per step.
+private struct Beats {
+    let f: SampleColumns.Fields
+    let rank: UnsafeBufferPointer<Int32>
+
     @inline(__always)
-    private func push(_ x: Int32, _ items: inout [Int32]) {
-        items.append(x)
-        var i = items.count - 1
-        while i > 0 {
-            let p = (i - 1) >> 1
-            guard beats(items[i], items[p]) else { break }
-            items.swapAt(i, p)
-            i = p
-        }
+    func callAsFunction(_ a: Int32, _ b: Int32) -> Bool {
+        let a = Int(a), b = Int(b)
+        let ra = rank[Int(f.source[a])], rb = rank[Int(f.source[b])]
+        if ra != rb { return ra < rb }
+        if f.version[a] != f.version[b] { return f.version[a] > f.version[b] }
+        if f.start[a] != f.start[b] { return f.start[a] > f.start[b] }
+        if f.end[a] != f.end[b] { return f.end[a] > f.end[b] }
+        if f.value[a] != f.value[b] { return f.value[a] > f.value[b] }
+        return f.uuid[b].utf8.lexicographicallyPrecedes(f.uuid[a].utf8)
     }
 
     @inline(__always)
-    private func pop(_ items: inout [Int32]) {
-        let last = items.removeLast()
-        guard !items.isEmpty else { return }
-        items[0] = last
+    func push(_ x: Int32, _ items: UnsafeMutableBufferPointer<Int32>, _ size: inout Int) {
+        var i = size
+        size += 1
+        while i > 0 {
+            let p = (i - 1) >> 1
+            guard self(x, items[p]) else { break }
+            items[i] = items[p]
+            i = p
+        }
+        items[i] = x
+    }
+
+    @inline(__always)
+    func pop(_ items: UnsafeMutableBufferPointer<Int32>, _ size: inout Int) {
+        size -= 1
+        let n = size
+        guard n > 0 else { return }
+        let last = items[n]
         var i = 0
-        let n = items.count
         while true {
             let l = 2 * i + 1, r = l + 1
-            var m = i
-            if l < n, beats(items[l], items[m]) { m = l }
-            if r < n, beats(items[r], items[m]) { m = r }
-            if m == i { return }
-            items.swapAt(i, m)
+            var m = l
+            guard l < n else { break }
+            if r < n, self(items[r], items[l]) { m = r }
+            guard self(items[m], last) else { break }
+            items[i] = items[m]
             i = m
         }
+        items[i] = last
     }
 }

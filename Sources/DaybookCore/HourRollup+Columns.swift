@@ -1,8 +1,9 @@
 extension HourRollup {
-    /// A stretch of one sample's contribution inside one civil hour; nanos == -1 marks an
-    /// instant counted in full.
+    /// A stretch of one sample's contribution inside one civil hour (`keys[hour]` of the
+    /// hours met); nanos == -1 marks an instant counted in full. 16 bytes: the hour sort
+    /// moves these, not the hour's 32-byte key.
     struct Piece {
-        var hour: HourKey
+        var hour: Int32
         var record: Int32
         var nanos: Int64
     }
@@ -19,15 +20,7 @@ extension HourRollup {
         // whose offsets lie in [lo, hi] is within [d·day − hi, (d+1)·day − lo).
         var low = Int64.max, high = Int64.min
         for rules in zones {
-            var lo: Int64 = 0, hi: Int64 = 0
-            if let first = rules.offsets.first {
-                lo = first
-                hi = first
-                for o in rules.offsets {
-                    lo = min(lo, o)
-                    hi = max(hi, o)
-                }
-            }
+            let (lo, hi) = rules.offsetRange
             low = min(low, Int64(days.lowerBound) * Instant.nanosPerDay - hi)
             high = max(high, (Int64(days.upperBound) + 1) * Instant.nanosPerDay - lo)
         }
@@ -46,80 +39,112 @@ extension HourRollup {
             dayRows = attribution.totals(records: records)
         }
 
-        // The runs and instants cut into hours; a zone's rules copied out only when it changes.
-        var pieces: [Piece] = []
-        pieces.reserveCapacity(runs.start.count * 2 + instants.count)
-        var zone: Int32 = -1
-        var rules = zones.first ?? ZoneRules(identifier: "UTC", transitions: [], offsetSeconds: [0])
-        for r in runs.start.indices {
-            let winner = runs.winner[r]
-            let winnerZone = s.zone[Int(winner)]
-            if winnerZone != zone {
-                zone = winnerZone
-                rules = zones[Int(zone)]
+        // The runs and instants cut into hours (a cursor per zone: a zone's hours are found
+        // again only when a run leaves the last one), each distinct hour's key kept once in the
+        // order met, its pieces pointing at it.
+        // Everything the loops below write is a local of the closure (captured from outside,
+        // each array's every append went through memory), handed out at its end.
+        let (keys, cellEnds, cellSources, cellRaws) = s.withFields { f in
+            var keys: [HourKey] = []
+            var pieces: [Piece] = []
+            pieces.reserveCapacity(runs.start.count * 2 + instants.count)
+            var byHour = true // every hour met after the ones before it: pieces already by hour
+            var zone: Int32 = -1
+            var hours = HourCursor(zones.first ?? ZoneRules(identifier: "UTC", transitions: [], offsetSeconds: [0]))
+            @inline(__always)
+            func add(_ record: Int32, _ nanos: Int64) {
+                guard days.contains(hours.day) else { return }
+                if let last = keys.last, last.start == hours.start, last.end == hours.end, last.zone == zone, last.day == hours.day {
+                    pieces.append(Piece(hour: Int32(keys.count - 1), record: record, nanos: nanos))
+                    return
+                }
+                let key = HourKey(day: hours.day, start: hours.start, end: hours.end, zone: zone)
+                if let last = keys.last, !(last < key) { byHour = false }
+                keys.append(key)
+                pieces.append(Piece(hour: Int32(keys.count - 1), record: record, nanos: nanos))
             }
-            rules.forEachHour(from: runs.start[r], to: runs.end[r]) { start, end, day, nanos in
-                if days.contains(day) { pieces.append(Piece(hour: HourKey(day: day, start: start, end: end, zone: zone), record: winner, nanos: nanos)) }
+            for r in runs.start.indices {
+                let winner = runs.winner[r]
+                if f.zone[Int(winner)] != zone {
+                    zone = f.zone[Int(winner)]
+                    hours = HourCursor(zones[Int(zone)])
+                }
+                var a = runs.start[r]
+                let end = runs.end[r]
+                while a < end {
+                    hours.move(to: a)
+                    let pieceEnd = min(end, hours.end)
+                    add(winner, pieceEnd - a)
+                    a = pieceEnd
+                }
             }
-        }
-        for index in instants {
-            if s.zone[Int(index)] != zone {
-                zone = s.zone[Int(index)]
-                rules = zones[Int(zone)]
+            for index in instants {
+                if f.zone[Int(index)] != zone {
+                    zone = f.zone[Int(index)]
+                    hours = HourCursor(zones[Int(zone)])
+                }
+                hours.move(to: f.start[Int(index)])
+                add(index, -1)
             }
-            let hour = rules.hour(containing: s.start[Int(index)])
-            if days.contains(hour.day) {
-                pieces.append(Piece(hour: HourKey(day: hour.day, start: hour.start, end: hour.end, zone: zone), record: index, nanos: -1))
-            }
-        }
-        orderBySumOrder(&pieces, s)
+            orderBySumOrder(&pieces, keys: keys, byHour: byHour, f)
 
-        // Raw contributions per (hour, source), as `rows(records:…)` sums them.
-        var keys: [HourKey] = []
-        var cellEnds: [Int] = []
-        var cellSources: [Int32] = []
-        var cellRaws: [Double] = []
-        cellSources.reserveCapacity(pieces.count)
-        cellRaws.reserveCapacity(pieces.count)
-        var i = 0
-        while i < pieces.count {
-            let key = pieces[i].hour
-            let first = cellSources.count
-            while i < pieces.count, pieces[i].hour == key {
-                let index = Int(pieces[i].record)
-                var nanos: Int64 = 0
-                var whole = false
-                while i < pieces.count, pieces[i].hour == key, pieces[i].record == Int32(truncatingIfNeeded: index) {
-                    if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
-                    i += 1
-                }
-                let value = s.value[index]
-                let contribution = whole ? value : value * (Double(nanos) / Double(s.end[index] - s.start[index]))
-                let source = s.source[index]
-                var k = first
-                while k < cellSources.count, cellSources[k] != source { k += 1 }
-                if k < cellSources.count {
-                    cellRaws[k] += contribution
-                } else {
-                    cellSources.append(source)
-                    cellRaws.append(contribution)
-                }
-            }
-            if cellSources.count - first > 1 {
-                for c in (first + 1)..<cellSources.count {
-                    let (source, raw) = (cellSources[c], cellRaws[c])
-                    var j = c
-                    while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
-                        cellSources[j] = cellSources[j - 1]
-                        cellRaws[j] = cellRaws[j - 1]
-                        j -= 1
+            // Raw contributions per (hour, source), as `rows(records:…)` sums them.
+            var cellEnds: [Int] = []
+            var cellSources: [Int32] = []
+            var cellRaws: [Double] = []
+            cellSources.reserveCapacity(pieces.count)
+            cellRaws.reserveCapacity(pieces.count)
+            var distinct: [HourKey] = []
+            distinct.reserveCapacity(keys.count)
+            rank.withUnsafeBufferPointer { rank in
+                keys.withUnsafeBufferPointer { keys in
+                    pieces.withUnsafeBufferPointer { pieces in
+                        var i = 0
+                        while i < pieces.count {
+                            let hour = pieces[i].hour
+                            let key = keys[Int(hour)]
+                            let first = cellSources.count
+                            while i < pieces.count, pieces[i].hour == hour || keys[Int(pieces[i].hour)] == key {
+                                let index = Int(pieces[i].record)
+                                var nanos: Int64 = 0
+                                var whole = false
+                                while i < pieces.count, pieces[i].record == Int32(truncatingIfNeeded: index),
+                                      pieces[i].hour == hour || keys[Int(pieces[i].hour)] == key {
+                                    if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
+                                    i += 1
+                                }
+                                let value = f.value[index]
+                                let contribution = whole ? value : value * (Double(nanos) / Double(f.end[index] - f.start[index]))
+                                let source = f.source[index]
+                                var k = first
+                                while k < cellSources.count, cellSources[k] != source { k += 1 }
+                                if k < cellSources.count {
+                                    cellRaws[k] += contribution
+                                } else {
+                                    cellSources.append(source)
+                                    cellRaws.append(contribution)
+                                }
+                            }
+                            if cellSources.count - first > 1 {
+                                for c in (first + 1)..<cellSources.count {
+                                    let (source, raw) = (cellSources[c], cellRaws[c])
+                                    var j = c
+                                    while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
+                                        cellSources[j] = cellSources[j - 1]
+                                        cellRaws[j] = cellRaws[j - 1]
+                                        j -= 1
+                                    }
+                                    cellSources[j] = source
+                                    cellRaws[j] = raw
+                                }
+                            }
+                            distinct.append(key)
+                            cellEnds.append(cellSources.count)
+                        }
                     }
-                    cellSources[j] = source
-                    cellRaws[j] = raw
                 }
             }
-            keys.append(key)
-            cellEnds.append(cellSources.count)
+            return (distinct, cellEnds, cellSources, cellRaws)
         }
 
         var dayValue = anchors ?? [:]
@@ -135,39 +160,43 @@ extension HourRollup {
         return (merged(out, rank: { name in sources.firstIndex(of: name).map { rank[$0] } ?? Int32.max }), dayTotals)
     }
 
-    /// `orderBySumOrder(_:records:)` over columns: by hour, then the samples' sum order.
-    static func orderBySumOrder(_ pieces: inout [Piece], _ s: SampleColumns) {
-        var byHour = true
-        for i in pieces.indices.dropFirst() where pieces[i].hour < pieces[i - 1].hour {
-            byHour = false
-            break
-        }
+    /// `orderBySumOrder(_:records:)` over columns: by hour (`keys[piece.hour]`), then the
+    /// samples' sum order. When `byHour` (each hour met after the ones before it) the pieces
+    /// are already by hour and only each hour's few are sorted, in place in their buffer.
+    /// Complexity: O(p + inversions) by hour (a sort for an hour of over 32 pieces), else
+    /// O(n log n + p log p).
+    static func orderBySumOrder(_ pieces: inout [Piece], keys: [HourKey], byHour: Bool, _ f: SampleColumns.Fields) {
         guard byHour else {
-            var order = Array(0..<s.count)
-            order.sort { s.precedesInSumOrder($0, $1) }
-            var sumRank = [Int32](repeating: 0, count: s.count)
+            var order = Array(0..<f.start.count)
+            order.sort { f.precedesInSumOrder($0, $1) }
+            var sumRank = [Int32](repeating: 0, count: f.start.count)
             for (place, index) in order.enumerated() { sumRank[index] = Int32(place) }
-            pieces.sort { a, b in a.hour != b.hour ? a.hour < b.hour : sumRank[Int(a.record)] < sumRank[Int(b.record)] }
+            pieces.sort { a, b in
+                let x = keys[Int(a.hour)], y = keys[Int(b.hour)]
+                return x != y ? x < y : sumRank[Int(a.record)] < sumRank[Int(b.record)]
+            }
             return
         }
-        var first = 0
-        while first < pieces.count {
-            var end = first + 1
-            while end < pieces.count, pieces[end].hour == pieces[first].hour { end += 1 }
-            if end - first > 32 {
-                pieces[first..<end].sort { s.precedesInSumOrder(Int($0.record), Int($1.record)) }
-            } else if end - first > 1 {
-                for i in (first + 1)..<end {
-                    let piece = pieces[i]
-                    var j = i
-                    while j > first, s.precedesInSumOrder(Int(piece.record), Int(pieces[j - 1].record)) {
-                        pieces[j] = pieces[j - 1]
-                        j -= 1
+        pieces.withUnsafeMutableBufferPointer { p in
+            var first = 0
+            while first < p.count {
+                var end = first + 1
+                while end < p.count, p[end].hour == p[first].hour { end += 1 }
+                if end - first > 32 {
+                    p[first..<end].sort { f.precedesInSumOrder(Int($0.record), Int($1.record)) }
+                } else if end - first > 1 {
+                    for i in (first + 1)..<end {
+                        let piece = p[i]
+                        var j = i
+                        while j > first, f.precedesInSumOrder(Int(piece.record), Int(p[j - 1].record)) {
+                            p[j] = p[j - 1]
+                            j -= 1
+                        }
+                        p[j] = piece
                     }
-                    pieces[j] = piece
                 }
+                first = end
             }
-            first = end
         }
     }
 

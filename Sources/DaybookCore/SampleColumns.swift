@@ -33,45 +33,82 @@ struct SampleColumns {
         }
     }
 
-    /// `Record.precedesInSumOrder` over the columns: by start, end, then uuid (UTF-8 order).
-    @inline(__always)
-    func precedesInSumOrder(_ a: Int, _ b: Int) -> Bool {
-        if a == b { return false } // two pieces of one sample in one hour
-        let sa = start[a], sb = start[b]
-        if sa != sb { return sa < sb }
-        let ea = end[a], eb = end[b]
-        if ea != eb { return ea < eb }
-        return uuid[a].utf8.lexicographicallyPrecedes(uuid[b].utf8)
+    /// The columns a resolver and the sum order read, as buffers: valid only inside
+    /// `withFields`. An array read costs a bounds check (and a mutation a uniqueness check),
+    /// which in the resolver's heap and the hours' sort cost more than the comparisons; a
+    /// buffer's subscript is checked in debug builds only.
+    struct Fields {
+        let start: UnsafeBufferPointer<Int64>
+        let end: UnsafeBufferPointer<Int64>
+        let value: UnsafeBufferPointer<Double>
+        let version: UnsafeBufferPointer<Int64>
+        let source: UnsafeBufferPointer<Int32>
+        let zone: UnsafeBufferPointer<Int32>
+        /// Read only when two samples tie on every other field (rare).
+        let uuid: [String]
+
+        /// `Record.precedesInSumOrder` over the buffers: by start, end, then uuid (UTF-8 order).
+        @inline(__always)
+        func precedesInSumOrder(_ a: Int, _ b: Int) -> Bool {
+            if a == b { return false } // two pieces of one sample in one hour
+            let sa = start[a], sb = start[b]
+            if sa != sb { return sa < sb }
+            let ea = end[a], eb = end[b]
+            if ea != eb { return ea < eb }
+            return uuid[a].utf8.lexicographicallyPrecedes(uuid[b].utf8)
+        }
+    }
+
+    /// Calls `body` with the columns' storage (none of them is copied).
+    func withFields<R>(_ body: (Fields) throws -> R) rethrows -> R {
+        try start.withUnsafeBufferPointer { s in
+            try end.withUnsafeBufferPointer { e in
+                try value.withUnsafeBufferPointer { v in
+                    try version.withUnsafeBufferPointer { ver in
+                        try source.withUnsafeBufferPointer { src in
+                            try zone.withUnsafeBufferPointer { z in
+                                try body(Fields(start: s, end: e, value: v, version: ver, source: src, zone: z, uuid: uuid))
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The places of the samples that share their start and end with another (the only ones
     /// whose uuids a tie-break compares), ascending.
+    /// Complexity: O(n + inversions) for starts nearly in order (`sortByKey`), the scan over
+    /// buffers; a group of shared starts is sorted by end.
     func tiedPlaces() -> [Int] {
-        var keys: [Int64] = []
-        var places: [Int32] = []
-        keys.reserveCapacity(count)
-        places.reserveCapacity(count)
-        for i in 0..<count {
-            keys.append(start[i])
-            places.append(Int32(truncatingIfNeeded: i))
+        let n = count
+        guard n > 1 else { return [] }
+        var keys = start // a copy on the sort's first write: one memcpy, not n appends
+        var places = [Int32](unsafeUninitializedCapacity: n) { buffer, initialized in
+            for i in 0..<n { buffer[i] = Int32(truncatingIfNeeded: i) }
+            initialized = n
         }
         Self.sortByKey(&keys, &places)
         var out: [Int] = []
-        var k = 0
-        while k < keys.count {
-            var last = k
-            while last + 1 < keys.count, keys[last + 1] == keys[k] { last += 1 }
-            if last > k { // a shared start: its samples sharing an end too
-                let group = places[k...last].map(Int.init).sorted { end[$0] < end[$1] }
-                var g = 0
-                while g < group.count {
-                    var h = g
-                    while h + 1 < group.count, end[group[h + 1]] == end[group[g]] { h += 1 }
-                    if h > g { out.append(contentsOf: group[g...h]) }
-                    g = h + 1
+        keys.withUnsafeBufferPointer { keys in
+            places.withUnsafeBufferPointer { places in
+                var k = 0
+                while k < n {
+                    var last = k
+                    while last + 1 < n, keys[last + 1] == keys[k] { last += 1 }
+                    if last > k { // a shared start: its samples sharing an end too
+                        let group = places[k...last].map(Int.init).sorted { end[$0] < end[$1] }
+                        var g = 0
+                        while g < group.count {
+                            var h = g
+                            while h + 1 < group.count, end[group[h + 1]] == end[group[g]] { h += 1 }
+                            if h > g { out.append(contentsOf: group[g...h]) }
+                            g = h + 1
+                        }
+                    }
+                    k = last + 1
                 }
             }
-            k = last + 1
         }
         return out.sorted()
     }

@@ -34,10 +34,10 @@ extension SamplePack {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count > 0 else {
             throw Damaged(reason: "a pack cut short at byte 0")
         }
-        var r = WindowReader(base: base, size: bytes.count)
-        guard try r.byte() == format else { throw Damaged(reason: "unknown pack format") }
-        let count = try r.varint()
-        guard count <= UInt64(r.size) else { throw Damaged(reason: "a count of \(count) samples in \(r.size) bytes") }
+        var reader = WindowReader(base: base, size: bytes.count)
+        guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
+        let count = try reader.varint()
+        guard count <= UInt64(reader.size) else { throw Damaged(reason: "a count of \(count) samples in \(reader.size) bytes") }
         // Room for every sample of the pack, written in place, then what the bounds left out
         // cut off again: six appends per sample cost more than the decoding itself.
         let old = out.count
@@ -51,7 +51,7 @@ extension SamplePack {
         s3.append(contentsOf: repeatElement(0, count: room))
         s4.append(contentsOf: repeatElement(0, count: room))
         s5.append(contentsOf: repeatElement(0, count: room))
-        var kept = old
+        var written = old
         var failure: Damaged?
         s0.withUnsafeMutableBufferPointer { starts in
             s1.withUnsafeMutableBufferPointer { ends in
@@ -59,6 +59,14 @@ extension SamplePack {
                     s3.withUnsafeMutableBufferPointer { versions in
                         s4.withUnsafeMutableBufferPointer { sources in
                             s5.withUnsafeMutableBufferPointer { zones in
+                                // The cursor and the count as locals of this closure: captured from outside,
+                                // every step of `r.p` was a load and a store through memory.
+                                var r = reader
+                                var kept = written
+                                defer {
+                                    reader = r
+                                    written = kept
+                                }
                                 do {
                                     var previousStart = day &* Instant.nanosPerDay
                                     var previousLength: UInt64 = 0
@@ -123,7 +131,7 @@ extension SamplePack {
                 }
             }
         }
-        let unused = old + room - kept
+        let unused = old + room - written
         s0.removeLast(unused)
         s1.removeLast(unused)
         s2.removeLast(unused)
@@ -132,7 +140,7 @@ extension SamplePack {
         s5.removeLast(unused)
         out = PackColumns(start: s0, end: s1, value: s2, version: s3, source: s4, zone: s5)
         if let failure { throw failure }
-        guard r.p == r.size else { throw Damaged(reason: "\(r.size - r.p) bytes after the last sample") }
+        guard reader.p == reader.size else { throw Damaged(reason: "\(reader.size - reader.p) bytes after the last sample") }
     }
 
     /// A cursor over a pack's bytes for `decodeWindow`: a varint with room for its longest

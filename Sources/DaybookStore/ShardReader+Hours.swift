@@ -14,8 +14,10 @@ extension ShardReader {
     /// up to its day row exactly). None when `from` is after `to`, for a user the shard does
     /// not hold, and for a shard a projector is creating right now.
     ///
-    /// Reads only the packs that can reach those days: samples starting from the longest
-    /// stored span (at most 7 days) before the day before `from`, to the day after `to`.
+    /// Reads only the packs that can reach those days in a zone the shard names: samples
+    /// starting from the longest stored span (at most 7 days) before the first instant of
+    /// `from` in any of those zones, to the last instant of `to` in any of them (at most the
+    /// day before `from` and the day after `to`).
     /// - Throws: `Shard.ShardError` (`.notAShard` for a file that is not a shard or a damaged
     ///   pack) or `DatabaseError`.
     public func hours(inShardAt path: String, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
@@ -161,6 +163,38 @@ struct StoredSamples {
         return parsed
     }
 
+    /// The smallest and largest UTC offsets (ns) of every shard name that is a zone, by
+    /// name (nil: not a zone), so that a read looks each name up, not its zone's rules.
+    private static let nameOffsets = Mutex<[String: (min: Int64, max: Int64)?]>([:])
+
+    /// The smallest and largest UTC offsets (ns) of any zone a sample of this shard can
+    /// have: those of every name of the shard that is a zone, and UTC's (a sample's zone
+    /// that is none counts as UTC, `ZoneRules.forSamples`). A shard names a few zones; a
+    /// read whose zones are all east of UTC need not decode the packs of the day after
+    /// `to`, and none with samples shorter than a day those of two days before `from`.
+    /// Complexity: O(names), each name's rules built once per process (at most 4,096 kept).
+    func zoneOffsets() -> (min: Int64, max: Int64) {
+        var low: Int64 = 0, high: Int64 = 0
+        for name in names.values {
+            let known = Self.nameOffsets.withLock { $0[name] }
+            let range: (min: Int64, max: Int64)?
+            if let known {
+                range = known
+            } else {
+                range = ZoneRules.named(name)?.offsetRange
+                Self.nameOffsets.withLock { cache in
+                    if cache.count >= 4_096 { cache.removeAll() }
+                    cache[name] = .some(range)
+                }
+            }
+            if let range {
+                low = min(low, range.min)
+                high = max(high, range.max)
+            }
+        }
+        return (low, high)
+    }
+
     /// The users with samples in the shard, in code-point order.
     func users() throws -> [String] {
         let read = try database.statement("SELECT DISTINCT user FROM packs ORDER BY user")
@@ -239,28 +273,34 @@ struct StoredSamples {
         guard let (from, to) = Self.clamped(from, to) else { return window }
         var columns = PackColumns()
         columns.reserve(256 * (Int(to.number) - Int(from.number) + 4))
-        try forEachPack(user: user, metric: metric, from: from, to: to) { day, bytes, bounds in
+        // Only what the shard's zones can reach (the rollup resolves no more than its own
+        // zones' days reach: a subset); the uuid reading below takes the same bounds.
+        let offsets = zoneOffsets()
+        try forEachPack(user: user, metric: metric, from: from, to: to, offsets: offsets) { day, bytes, bounds in
             try SamplePack.decodeWindow(bytes, day: day, low: bounds.low, high: bounds.high, first: bounds.first, into: &columns)
         }
         // The shard's name ids → the window's, through a table by id (ids are the rowids of
-        // `names`, dense from 1): each name looked up and interned once.
+        // `names`, dense from 1): each name looked up and interned once, the ids read and
+        // written through buffers (two per sample).
         func mapped(_ ids: [Int64], intern: (String) -> Int32) throws -> [Int32] {
             var table: [Int32] = []
-            var out: [Int32] = []
-            out.reserveCapacity(ids.count)
-            for id in ids {
-                if id >= 0, id < table.count, table[Int(id)] >= 0 {
-                    out.append(table[Int(id)])
-                    continue
+            return try [Int32](unsafeUninitializedCapacity: ids.count) { out, written in
+                try ids.withUnsafeBufferPointer { ids in
+                    for (i, id) in ids.enumerated() {
+                        if id >= 0, id < table.count, table[Int(id)] >= 0 {
+                            out[i] = table[Int(id)]
+                        } else {
+                            let windowID = intern(try Self.name(id, in: names, path: path, user: user))
+                            if id >= 0, id < 1 << 20 { // a stray id is looked up each time instead
+                                if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
+                                table[Int(id)] = windowID
+                            }
+                            out[i] = windowID
+                        }
+                        written = i + 1
+                    }
                 }
-                let windowID = intern(try Self.name(id, in: names, path: path, user: user))
-                if id >= 0, id < 1 << 20 { // a stray id is looked up each time instead
-                    if table.count <= id { table.append(contentsOf: repeatElement(-1, count: Int(id) + 1 - table.count)) }
-                    table[Int(id)] = windowID
-                }
-                out.append(windowID)
             }
-            return out
         }
         let sources = try mapped(columns.source) { window.sourceID($0) }
         let zones = try mapped(columns.zone) { window.zoneID($0) }
@@ -273,7 +313,7 @@ struct StoredSamples {
         guard !needed.isEmpty else { return window }
         var place = 0
         var next = 0
-        try forEachSample(user: user, metric: metric, from: from, to: to, uuids: true) { _, uuid in
+        try forEachSample(user: user, metric: metric, from: from, to: to, offsets: offsets, uuids: true) { _, uuid in
             if next < needed.count, needed[next] == place {
                 window.setUUID(String(decoding: uuid, as: UTF8.self), metric: metric, place: place)
                 next += 1
@@ -285,10 +325,10 @@ struct StoredSamples {
 
     /// Calls `body` with each live sample of (`user`, `metric`) that can reach the civil days
     /// `from` through `to` (as `window` holds them), in the order of the packs and within each.
-    private func forEachSample(user: String, metric: Metric, from: CivilDay, to: CivilDay, uuids: Bool,
+    private func forEachSample(user: String, metric: Metric, from: CivilDay, to: CivilDay, offsets: (min: Int64, max: Int64) = StoredSamples.anyZone, uuids: Bool,
                                _ body: (PackedSample, UnsafeRawBufferPointer) throws -> Void) throws {
         guard let (from, to) = Self.clamped(from, to) else { return }
-        try forEachPack(user: user, metric: metric, from: from, to: to) { day, bytes, bounds in
+        try forEachPack(user: user, metric: metric, from: from, to: to, offsets: offsets) { day, bytes, bounds in
             try SamplePack.decodeFields(bytes, day: day, uuids: uuids) { packed, uuid in
                 // Overlapping [first, high): an interval ending after `first`, an instant at or after it.
                 guard packed.start >= bounds.low, packed.start < bounds.high,
@@ -298,14 +338,19 @@ struct StoredSamples {
         }
     }
 
+    /// UTC offsets wider than any zone's (a civil day lies within its UTC day ± 1): the
+    /// bounds of a read that does not narrow them to the shard's zones (`window`).
+    static let anyZone = (min: -Instant.nanosPerDay, max: Instant.nanosPerDay)
+
     /// Calls `body` with each stored pack of (`user`, `metric`) that can hold a sample
-    /// reaching the civil days `from` through `to` (already `clamped`), in day order, with
-    /// the bounds a sample must meet: a start in [`low`, `high`) and reaching past `first`.
-    /// A damaged pack throws a `ShardError` naming it.
-    private func forEachPack(user: String, metric: Metric, from: CivilDay, to: CivilDay,
+    /// reaching the civil days `from` through `to` (already `clamped`) in a zone of UTC
+    /// offsets within `offsets`, in day order, with the bounds a sample must meet: a start in
+    /// [`low`, `high`) and reaching past `first` (the first instant of `from` in those zones;
+    /// `high` the end of `to`). A damaged pack throws a `ShardError` naming it.
+    private func forEachPack(user: String, metric: Metric, from: CivilDay, to: CivilDay, offsets: (min: Int64, max: Int64) = StoredSamples.anyZone,
                              _ body: (_ day: Int64, _ bytes: UnsafeRawBufferPointer, _ bounds: (low: Int64, first: Int64, high: Int64)) throws -> Void) throws {
-        let first = (Int64(from.number) - 1) * Instant.nanosPerDay
-        let high = (Int64(to.number) + 2) * Instant.nanosPerDay
+        let first = Int64(from.number) * Instant.nanosPerDay - offsets.max
+        let high = (Int64(to.number) + 1) * Instant.nanosPerDay - offsets.min
         let low = metric.isCumulative ? first - max(0, maxSpan) : first
         let read = try database.statement("SELECT day, samples FROM packs WHERE user = ? AND metric = ? AND day >= ? AND day <= ? ORDER BY day")
         try read.bind(1, user)

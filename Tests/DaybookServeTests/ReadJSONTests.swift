@@ -55,4 +55,31 @@ import Testing
             + #""unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
         #expect(throws: Never.self) { try JSONParser.parse(json) }
     }
+
+    /// Rows past the first guess of the answer's size (long source names: the buffer grows),
+    /// an hour ending at the next day's midnight (its end's date is not the row's), and hours
+    /// before 1970 (negative instants: the day is floored): each time as `HourTotal.localTime`.
+    @Test func hourRowsPastTheFirstBufferAndAcrossMidnights() throws {
+        let long = String(repeating: "wrist-", count: 60)
+        var rows: [HourTotal] = []
+        for (start, offset, day) in [("1969-12-31T22:00:00Z", 3_600, "1969-12-31"), ("1969-12-31T23:00:00Z", 0, "1969-12-31"),
+                                     ("2024-03-30T22:00:00Z", 7_200, "2024-03-31"), ("2024-03-30T23:00:00Z", 3_600, "2024-03-31"),
+                                     ("2024-03-31T04:15:00Z", 20_700, "2024-03-31")] {
+            let s = try Instant(rfc3339: start)
+            let e = Instant(nanoseconds: s.nanoseconds + 3_600 * Instant.nanosPerSecond)
+            let day = try #require(CivilDay(day))
+            rows.append(HourTotal(key: DayKey(user: "ana", metric: .steps, day: day), start: s, startOffsetSeconds: offset,
+                                  end: e, endOffsetSeconds: offset,
+                                  summary: .cumulative(value: 7, sources: [SourceShare(source: long, value: 7)])))
+        }
+        let json = ReadJSON.hours(user: "ana", metric: .steps, rows, sources: true, asOf: asOf)
+        let expected = rows.map { row in
+            #"{"day":"\#(row.key.day)","start":"\#(row.startText)","end":"\#(row.endText)","value":7,"sources":[{"source":"\#(long)","value":7}]}"#
+        }
+        #expect(json == #"{"user":"ana","metric":"steps","bucket":"hour","rows":["# + expected.joined(separator: ",")
+            + #"],"unknown":[],"as_of":{"partition":3,"next_offset":12,"lag":0,"role":"owned"}}"#)
+        // By hand: 23:00+01:00 on 1969-12-31 ends at the next day's midnight.
+        #expect(json.contains(#"{"day":"1969-12-31","start":"1969-12-31T23:00:00+01:00","end":"1970-01-01T00:00:00+01:00","#))
+        #expect(json.contains(#""start":"2024-03-31T10:00:00+05:45","end":"2024-03-31T11:00:00+05:45""#))
+    }
 }

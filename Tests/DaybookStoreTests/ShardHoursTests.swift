@@ -184,6 +184,48 @@ import Testing
         #expect(e.pieces.isEmpty && e.total == nil)
     }
 
+    /// Hour reads decode only the packs the shard's zones can reach, by the offsets those
+    /// zones have from 1900 on: a shard naming Tokyo alone, 0 (UTC's) to +10:00 (its summer
+    /// time of 1948–51); one naming Kiritimati and Pago Pago, -11:22:48 (Pago Pago's local
+    /// mean time to 1911) to +14:00 (Kiritimati since 1995). Samples and instants an hour each
+    /// side of the edges of today's offsets (+09:00; +14:00 and -11:00), in each zone, give
+    /// the ledger's hours (which reads every sample) on every range around them.
+    @Test func hourReadsNarrowTheirPacksToTheShardsZones() throws {
+        let hour = Instant.nanosPerSecond * 3_600
+        let pagoPagoMeanTime = -(11 * hour + Instant.nanosPerSecond * (22 * 60 + 48))
+        for (zones, offsets) in [(["Asia/Tokyo"], (min: Int64(0), max: 10 * hour)),
+                                 (["Pacific/Kiritimati", "Pacific/Pago_Pago"], (min: pagoPagoMeanTime, max: 14 * hour))] {
+            let dir = try Self.dataDirectory(scratch)
+            var events: [Event] = []
+            // Around 2024-03-10 and 2024-03-12 (UTC): an hour each side of every edge.
+            for (n, start) in ["2024-03-09T09:30:00Z", "2024-03-09T10:30:00Z", "2024-03-09T14:30:00Z", "2024-03-09T15:30:00Z",
+                               "2024-03-09T23:30:00Z", "2024-03-10T00:30:00Z", "2024-03-12T10:30:00Z", "2024-03-12T14:30:00Z",
+                               "2024-03-12T15:30:00Z", "2024-03-12T23:30:00Z", "2024-03-13T10:30:00Z", "2024-03-13T11:30:00Z"].enumerated() {
+                let t = try Instant(rfc3339: start)
+                let zone = zones[n % zones.count]
+                events.append(.sampleAdded(Sample(user: "ana", uuid: "s\(n)", metric: .steps, source: n % 3 == 0 ? "phone" : "watch",
+                                                  start: t, end: Instant(nanoseconds: t.nanoseconds + hour), value: Double(60 + n), zone: zone)))
+                events.append(.sampleAdded(Sample(user: "ana", uuid: "i\(n)", metric: .steps, source: "manual",
+                                                  start: t, end: t, value: 7, zone: zone)))
+            }
+            let shard = try Self.project(events, into: dir)
+            let db = try Database(path: shard.path, readOnly: true)
+            try db.inReadTransaction {
+                let found = try StoredSamples(database: db, path: shard.path).zoneOffsets()
+                #expect(found.min == offsets.min && found.max == offsets.max, "\(zones)")
+            }
+            let ledger = Ledger()
+            for (i, e) in events.enumerated() { ledger.apply(e, at: Int64(i)) }
+            let reader = ShardReader(directory: dir)
+            for (from, to) in [("2024-03-09", "2024-03-09"), ("2024-03-10", "2024-03-12"), ("2024-03-11", "2024-03-11"),
+                               ("2024-03-12", "2024-03-13"), ("2024-03-08", "2024-03-14")] {
+                let hours = try reader.hours(inShardAt: shard.path, user: "ana", metric: .steps, from: CivilDay(from)!, to: CivilDay(to)!)
+                #expect(hours == ledger.hours(user: "ana", metric: .steps, from: CivilDay(from)!, to: CivilDay(to)!), "\(zones) \(from)...\(to)")
+            }
+            _ = shard
+        }
+    }
+
     func value(_ h: HourTotal) -> Double {
         if case .cumulative(let v, _) = h.summary { return v }
         return .nan
