@@ -135,6 +135,13 @@ public struct ConsumerConfiguration: Sendable {
     /// responses; 32 MiB kept 1M events over 128 partitions at 251 MiB peak RSS, 16 at 189,
     /// BENCHMARKS.md, "Issue 26: memory at 1M/64, 2M/64, 4M/128").
     ///
+    /// Not less: librdkafka before 2.2 (Debian 12 ships 2.0.2) stops fetching for about a
+    /// second once this queue is full (its `fetch.queue.backoff.ms` came in 2.2, issue 2879),
+    /// so the budget must hold what the projector drains in a second. 8 MiB ran dry: 1M
+    /// events over 64 partitions took 34–41 % more CPU and 30–59 % more wall time, three
+    /// runs alternated with 16, for 33–51 MiB less peak RSS (BENCHMARKS.md, "Issue 26:
+    /// memory at 4M/128, part 2").
+    ///
     /// Daybook reads every partition through one queue (the group's consumer queue, or one
     /// queue that the directly read partitions forward to), and librdkafka then applies
     /// `queued.max.messages.kbytes` to that one queue, not per partition, so the whole
