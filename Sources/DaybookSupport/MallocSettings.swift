@@ -25,11 +25,19 @@ public enum MallocSettings {
     public static func apply(environment: [String: String]) -> Bool {
         #if canImport(Glibc)
         if let tunables = environment["GLIBC_TUNABLES"], tunables.contains("glibc.malloc.") { return false }
-        let arenasSet = mallopt(M_ARENA_MAX, arenas) == 1
-        let thresholdSet = mallopt(M_MMAP_THRESHOLD, mmapThreshold) == 1
+        // `mallopt` is declared in <malloc.h>, which the Glibc module does not import: found
+        // by name in the process's own symbols (a glibc always has it; anything else, no-op).
+        guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "mallopt") else { return false }
+        let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
+        let arenasSet = mallopt(Self.arenaMaxParameter, arenas) == 1
+        let thresholdSet = mallopt(Self.mmapThresholdParameter, mmapThreshold) == 1
         return arenasSet && thresholdSet
         #else
         return false
         #endif
     }
+
+    /// glibc's `M_ARENA_MAX` and `M_MMAP_THRESHOLD` (<malloc.h>, fixed in its ABI).
+    static let arenaMaxParameter: Int32 = -8
+    static let mmapThresholdParameter: Int32 = -3
 }
