@@ -27,7 +27,9 @@ public enum MallocSettings {
         if let tunables = environment["GLIBC_TUNABLES"], tunables.contains("glibc.malloc.") { return false }
         // `mallopt` is declared in <malloc.h>, which the Glibc module does not import: found
         // by name in the process's own symbols (a glibc always has it; anything else, no-op).
-        guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "mallopt") else { return false }
+        guard let process = dlopen(nil, RTLD_NOW) else { return false }
+        defer { dlclose(process) }
+        guard let symbol = dlsym(process, "mallopt") else { return false }
         let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
         let arenasSet = mallopt(Self.arenaMaxParameter, arenas) == 1
         let thresholdSet = mallopt(Self.mmapThresholdParameter, mmapThreshold) == 1
