@@ -65,8 +65,7 @@ public struct ProjectorOptions: Sendable {
 /// The account is not the peak: at 4M events over 128 partitions the peak RSS (256–275 MiB
 /// by default) is reached when the prefetch fills whole during a long commit round (jumps
 /// of 35–50 MB, half that with half the prefetch), on top of staged arrays grown by doubling
-/// (their spare capacity is not counted) and, with glibc's own settings, one malloc arena
-/// per thread — which is why every `daybook` process sets two (`MallocSettings`; BENCHMARKS.md,
+/// (their spare capacity is not counted) and one malloc arena per thread (BENCHMARKS.md,
 /// "Issue 26: memory at 4M/128, part 2").
 public struct MemoryBudget: Equatable, Sendable {
     /// What librdkafka holds at most per byte of `ConsumerConfiguration.prefetchBytes`.

@@ -1,6 +1,4 @@
 import DaybookCore
-import DaybookSupport
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +41,6 @@ func emit(_ text: String) -> Int32 {
 }
 
 func runMain() -> Int32 {
-    // Before any thread starts: malloc's arenas and mmap threshold for a bounded peak RSS.
-    MallocSettings.apply(environment: ProcessInfo.processInfo.environment)
     var words = Array(CommandLine.arguments.dropFirst())
     guard let first = words.first else {
         printError(mainHelp())
