@@ -70,7 +70,14 @@ public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable {
 /// One measurement from one source, in the metric's canonical unit.
 public struct Sample: Hashable, Sendable {
     public var user: String
-    public var uuid: String
+    /// The uuid, kept as its 16 bytes when it is a canonical UUID (`SampleUUID`): the
+    /// projector's tables key on this, not on the text.
+    public var compactUUID: SampleUUID
+    /// The uuid's text, byte for byte as the log spelled it.
+    public var uuid: String {
+        get { compactUUID.text }
+        set { compactUUID = SampleUUID(newValue) }
+    }
     public var metric: Metric
     public var source: String
     public var start: Instant
@@ -85,8 +92,14 @@ public struct Sample: Hashable, Sendable {
 
     public init(user: String, uuid: String, metric: Metric, source: String,
                 start: Instant, end: Instant, value: Double, zone: String, version: Int64 = 0) {
+        self.init(user: user, uuid: SampleUUID(uuid), metric: metric, source: source, start: start, end: end,
+                  value: value, zone: zone, version: version)
+    }
+
+    public init(user: String, uuid: SampleUUID, metric: Metric, source: String,
+                start: Instant, end: Instant, value: Double, zone: String, version: Int64 = 0) {
         self.user = user
-        self.uuid = uuid
+        self.compactUUID = uuid
         self.metric = metric
         self.source = source
         self.start = start
@@ -142,5 +155,16 @@ public enum Event: Hashable, Sendable {
         case .sampleDeleted(_, let uuid): return uuid
         case .sourceCheckedIn: return nil
         }
+    }
+}
+
+extension Sample: CustomDebugStringConvertible {
+    /// The fields as a reflection prints them, the uuid as its text (not its compact form):
+    /// what a sample printed as before the uuid had one (the decoder's golden answers).
+    public var debugDescription: String {
+        "DaybookCore.Sample(user: \(String(reflecting: user)), uuid: \(String(reflecting: uuid)), "
+            + "metric: \(String(reflecting: metric)), source: \(String(reflecting: source)), "
+            + "start: \(String(reflecting: start)), end: \(String(reflecting: end)), value: \(String(reflecting: value)), "
+            + "zone: \(String(reflecting: zone)), version: \(String(reflecting: version)))"
     }
 }

@@ -122,7 +122,7 @@ enum FastEventReader {
         guard EventDecoder.lastsAtMostAWeek(from: from, to: to), EventDecoder.admits(raw, for: metric) else { return nil }
         let converted = raw * factor
         guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
-        guard let sampleID = id(uuid), let sourceName = name(source, &zones), let zoneName = name(zone, &zones) else { return nil }
+        guard let sampleID = sampleUUID(uuid), let sourceName = name(source, &zones), let zoneName = name(zone, &zones) else { return nil }
         if !zones.contains(zone.bytes) {
             guard ZoneRules.named(zoneName) != nil else { return nil }
             zones.insert(zone.bytes)
@@ -205,6 +205,13 @@ enum FastEventReader {
         if text.ascii { return String(decoding: text.bytes, as: UTF8.self) }
         guard let string = String(validating: text.bytes, as: UTF8.self), EventDecoder.isNFC(string) else { return nil }
         return string
+    }
+
+    /// A sample's uuid as `id` reads it: a canonical UUID straight to its 16 bytes (no
+    /// String is made), any other text through `id`.
+    private static func sampleUUID(_ text: Text) -> SampleUUID? {
+        if let canonical = SampleUUID(canonical: text.bytes) { return canonical }
+        return id(text).map(SampleUUID.init)
     }
 
     /// A name a stream repeats (a user, a source, a zone) as `id` reads it, an ASCII one

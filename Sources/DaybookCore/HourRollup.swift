@@ -198,7 +198,7 @@ enum HourRollup {
         if sa != sb { return sa < sb }
         let ea = records[a].end, eb = records[b].end
         if ea != eb { return ea < eb }
-        return records[a].uuid.utf8.lexicographicallyPrecedes(records[b].uuid.utf8)
+        return records[a].uuid < records[b].uuid
     }
 
     /// The indices of `records` in their sum order (`Record.precedesInSumOrder`): sorted by
@@ -209,7 +209,7 @@ enum HourRollup {
         keys.sort { a, b in
             if a.start != b.start { return a.start < b.start }
             if a.end != b.end { return a.end < b.end }
-            return records[a.index].uuid.utf8.lexicographicallyPrecedes(records[b.index].uuid.utf8)
+            return records[a.index].uuid < records[b.index].uuid
         }
         return keys.map(\.index)
     }

@@ -170,7 +170,7 @@ public final class Ledger {
             // Fields read in place: nothing of the event is copied but its user and uuid.
             let kind = events[i].kind
             if kind == .checkedIn { continue } // no sample state
-            let uuid = events[i].sample.uuid, userID = events[i].sample.user
+            let uuid = events[i].sample.compactUUID, userID = events[i].sample.user
             var added: (metric: Metric, days: ClosedRange<Int32>)?
             if kind == .added {
                 let metric = events[i].sample.metric
@@ -185,9 +185,9 @@ public final class Ledger {
                 state.complete = none
                 state.uuidsKnown = none
             }
-            let key = NameKey(uuid)
+            let key = UUIDKey(uuid)
             if state.uuids[key] == nil, state.storeMayHold(key) {
-                unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid)
+                unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid.text)
             }
             hashes[i] = key.hash
             pending.append(Pending(state: state, user: userID, uuid: key, added: added))
@@ -195,14 +195,14 @@ public final class Ledger {
         for (userID, state, uuids) in unknown.values {
             for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
                 switch entry {
-                case .absent: state.uuids[NameKey(uuid)] = .absent
-                case .tombstoned: state.uuids[NameKey(uuid)] = .tombstoned
+                case .absent: state.uuids[UUIDKey(SampleUUID(uuid))] = .absent
+                case .tombstoned: state.uuids[UUIDKey(SampleUUID(uuid))] = .tombstoned
                 case .live(let sample, let seq):
                     // Its record comes with its days; a store that did not return it there
                     // still gets it in (the ledger must know every version in force it replaces).
                     try ensureLoaded(Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric),
                                      metric: sample.metric, state: state, user: userID, store: store)
-                    if state.uuids[NameKey(uuid)] == nil {
+                    if state.uuids[UUIDKey(sample.compactUUID)] == nil {
                         var metricState = state.metrics[sample.metric] ?? MetricState()
                         cache(sample, seq: seq, in: &metricState, of: state)
                         state.metrics[sample.metric] = metricState
@@ -245,7 +245,7 @@ public final class Ledger {
     private struct Pending {
         var state: UserState
         var user: String
-        var uuid: NameKey
+        var uuid: UUIDKey
         var added: (metric: Metric, days: ClosedRange<Int32>)?
     }
 
@@ -310,7 +310,7 @@ public final class Ledger {
             stored.withUnsafeBufferPointer { stored in
                 for i in stored.indices where metricState.records[stored[i].seq] == nil {
                     let sample = stored[i].sample
-                    if state.uuids[NameKey(sample.uuid)] == nil { cache(sample, seq: stored[i].seq, in: &metricState, of: state) }
+                    if state.uuids[UUIDKey(sample.compactUUID)] == nil { cache(sample, seq: stored[i].seq, in: &metricState, of: state) }
                 }
             }
             state.metrics[metric] = metricState
@@ -320,7 +320,7 @@ public final class Ledger {
 
     /// Puts a stored sample into the cache as the version in force of its uuid.
     private func cache(_ sample: Sample, seq: Int64, in metricState: inout MetricState, of state: UserState) {
-        state.uuids[NameKey(sample.uuid)] = .live(metric: sample.metric, seq: seq)
+        state.uuids[UUIDKey(sample.compactUUID)] = .live(metric: sample.metric, seq: seq)
         metricState.insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
     }
 
@@ -356,7 +356,7 @@ public final class Ledger {
             guard var m = state.metrics[w.metric] else { continue }
             state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
             for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) {
-                let key = NameKey(uuid)
+                let key = UUIDKey(uuid)
                 state.uuids[key] = nil
                 // The store holds it now: remembered by its hash, so that a uuid the user
                 // never had still needs no lookup.
@@ -454,8 +454,9 @@ public final class Ledger {
             changed = apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks)
         case .sampleDeleted(let userID, let uuid):
             let state = user(userID)
-            changed = remove(uuid: uuid, from: state, userID: userID, dirty: &dirty)
-            state.uuids[NameKey(uuid)] = .tombstoned
+            let key = UUIDKey(SampleUUID(uuid))
+            changed = remove(uuid: key, from: state, userID: userID, dirty: &dirty)
+            state.uuids[key] = .tombstoned
         case .sourceCheckedIn:
             return false // sync state, kept beside the ledger (`SyncState`): no totals change
         }
@@ -465,14 +466,14 @@ public final class Ledger {
     /// `apply(_:at:dirty:storeLacks:)` of a `sample-added` event, given its sample (a
     /// projection that has already taken the sample out of its event passes it on: taking
     /// it out again copies it).
-    /// - Parameter uuidHash: `NameHash.of(sample.uuid)` when the caller has it (what
+    /// - Parameter uuidHash: `sample.compactUUID.hash64` when the caller has it (what
     ///   `load(forStaged:)` returned for the event), else nil.
     @discardableResult
     public func apply(added sample: Sample, at position: Int64, dirty: inout DirtyDays, storeLacks: inout Bool,
                       uuidHash: UInt64? = nil) -> Bool {
         let state = user(sample.user)
         // One lookup of the uuid decides everything below.
-        let uuidKey = uuidHash.map { NameKey(sample.uuid, hash: $0) } ?? NameKey(sample.uuid)
+        let uuidKey = uuidHash.map { UUIDKey(sample.compactUUID, hash: $0) } ?? UUIDKey(sample.compactUUID)
         let current = state.uuids[uuidKey]
         storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
         if case .tombstoned? = current { return false }
@@ -523,7 +524,7 @@ public final class Ledger {
         var storeLacks = false
         let state = user(sample.user)
         collectDirty(makeRecord(sample, seq: position), metric: sample.metric, state: state, user: sample.user, into: &dirty)
-        switch state.uuids[NameKey(sample.uuid)] {
+        switch state.uuids[UUIDKey(sample.compactUUID)] {
         case .tombstoned?:
             return false
         case .live(_, let seq)? where seq > position:
@@ -538,14 +539,19 @@ public final class Ledger {
     /// applying the uuid's event; a projector passes it on so that the store's write skips
     /// looking the uuid up (`Shard.Batch.storeLacks`). False when the cache does not know.
     public func storeLacks(user: String, uuid: String) -> Bool {
+        storeLacks(user: user, uuid: SampleUUID(uuid))
+    }
+
+    /// `storeLacks(user:uuid:)` of a uuid in its compact form.
+    public func storeLacks(user: String, uuid: SampleUUID) -> Bool {
         guard store != nil, let state = cachedUser(user) else { return false }
-        let key = NameKey(uuid)
+        let key = UUIDKey(uuid)
         return Ledger.storeLacks(state.uuids[key], key: key, of: state)
     }
 
     /// Whether the store holds nothing of uuid `key`, whose cached state is `uuidState`, of
     /// user `state`.
-    private static func storeLacks(_ uuidState: UUIDState?, key: NameKey, of state: UserState) -> Bool {
+    private static func storeLacks(_ uuidState: UUIDState?, key: UUIDKey, of state: UserState) -> Bool {
         switch uuidState {
         case .absent?: return true
         case nil: return !state.storeMayHold(key)
@@ -556,7 +562,7 @@ public final class Ledger {
     /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
     /// as the cache knows.
     public func isTombstoned(user: String, uuid: String) -> Bool {
-        if case .tombstoned? = cachedUser(user)?.uuids[NameKey(uuid)] { return true }
+        if case .tombstoned? = cachedUser(user)?.uuids[UUIDKey(SampleUUID(uuid))] { return true }
         return false
     }
 
@@ -588,8 +594,7 @@ public final class Ledger {
     private var lastUser: (id: String, state: UserState)?
 
     @discardableResult
-    private func remove(uuid: String, from state: UserState, userID: String, dirty: inout DirtyDays) -> Bool {
-        let uuidKey = NameKey(uuid)
+    private func remove(uuid uuidKey: UUIDKey, from state: UserState, userID: String, dirty: inout DirtyDays) -> Bool {
         guard case .live(let metric, let seq)? = state.uuids[uuidKey] else { return false }
         state.uuids[uuidKey] = .absent
         guard let record = state.metrics[metric]?.records[seq] else { return false }
@@ -605,7 +610,7 @@ public final class Ledger {
     }
     private func makeRecord(_ s: Sample, seq: Int64) -> Record {
         Record(start: s.start.nanoseconds, end: s.end.nanoseconds, value: s.value, seq: seq, version: s.version,
-               source: intern(source: s.source), zone: intern(zone: s.zone), uuid: s.uuid)
+               source: intern(source: s.source), zone: intern(zone: s.zone), uuid: s.compactUUID)
     }
 
     private func intern(source: String) -> Int32 {
@@ -763,7 +768,7 @@ public final class Ledger {
         let runs = resolver.runs()
         func describe(_ i: Int) -> Explanation.SampleRef {
             let r = records[i]
-            return .init(uuid: r.uuid, source: sources[Int(r.source)], zone: zones[Int(r.zone)].identifier,
+            return .init(uuid: r.uuid.text, source: sources[Int(r.source)], zone: zones[Int(r.zone)].identifier,
                          start: Instant(nanoseconds: r.start), end: Instant(nanoseconds: r.end), value: r.value)
         }
         for run in runs {
@@ -840,7 +845,7 @@ public struct Explanation: Sendable {
 private final class UserState {
     /// What the cache knows of each uuid: its version in force, or that it was deleted, or
     /// that the store has nothing. A uuid missing here is unknown (in a cached ledger).
-    var uuids: [NameKey: UUIDState] = [:]
+    var uuids: [UUIDKey: UUIDState] = [:]
     var metrics = MetricTable()
     /// The ledger's clock at the last batch that needed this user.
     var lastUse: UInt64 = 0
@@ -859,7 +864,7 @@ private final class UserState {
 
     /// Whether the store may hold uuid `key`, which `uuids` does not name.
     @inline(__always)
-    func storeMayHold(_ key: NameKey) -> Bool {
+    func storeMayHold(_ key: UUIDKey) -> Bool {
         !uuidsKnown || (!evictedUUIDs.isEmpty && evictedUUIDs.contains(UUIDHash(key.hash)))
     }
     /// `estimatedBytes` when the ledger last added it up.
@@ -886,7 +891,31 @@ private final class UserState {
     }
 }
 
-/// A uuid's `NameHash`, as a set element hashed without SipHash (already mixed).
+/// A uuid with its `hash64`, computed once: the key of a user's uuid map, hashed in a few
+/// instructions and compared as 16 bytes (a canonical uuid) or as text.
+struct UUIDKey: Hashable {
+    let uuid: SampleUUID
+    let hash: UInt64
+
+    @inline(__always)
+    init(_ uuid: SampleUUID) {
+        self.uuid = uuid
+        hash = uuid.hash64
+    }
+
+    /// A key whose hash the caller computed already (`uuid.hash64`).
+    @inline(__always)
+    init(_ uuid: SampleUUID, hash: UInt64) {
+        self.uuid = uuid
+        self.hash = hash
+    }
+
+    static func == (a: UUIDKey, b: UUIDKey) -> Bool { a.hash == b.hash && a.uuid == b.uuid }
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    func _rawHashValue(seed: Int) -> Int { NameHash.table(hash, seed: seed) }
+}
+
+/// A uuid's `hash64`, as a set element hashed without SipHash (already mixed).
 struct UUIDHash: Hashable {
     var value: UInt64
     init(_ value: UInt64) { self.value = value }
@@ -950,9 +979,9 @@ private struct MetricState {
     /// Forgets that `day` is loaded, and every record none of whose days is loaded any more
     /// (a record reaching into a loaded day stays: that day needs it). Returns the uuids of
     /// the records dropped: the cache no longer knows them.
-    mutating func evict(_ day: Int32, cumulative: Bool, zones: [ZoneRules]) -> [String] {
+    mutating func evict(_ day: Int32, cumulative: Bool, zones: [ZoneRules]) -> [SampleUUID] {
         dayUse[day] = nil
-        var dropped: [String] = []
+        var dropped: [SampleUUID] = []
         // Per bucket day, the seqs leaving it and their zones: each bucket is rewritten once
         // (removing records one by one searches a bucket for each: quadratic in a day's samples).
         var leaving = IntTable<Int32, [(seq: Int64, zone: Int32)]>()

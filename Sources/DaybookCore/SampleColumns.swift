@@ -29,7 +29,7 @@ struct SampleColumns {
     /// The samples as `Record`s (seq 0: hours never read it), for the paths that take records.
     func records() -> [Record] {
         (0..<count).map { i in
-            Record(start: start[i], end: end[i], value: value[i], seq: 0, version: version[i], source: source[i], zone: zone[i], uuid: uuid[i])
+            Record(start: start[i], end: end[i], value: value[i], seq: 0, version: version[i], source: source[i], zone: zone[i], uuid: SampleUUID(uuid[i]))
         }
     }
 

@@ -36,10 +36,10 @@ public struct SampleWindow {
         guard sample.user == user else { return }
         let record = Record(start: sample.start.nanoseconds, end: sample.end.nanoseconds, value: sample.value, seq: seq,
                             version: sample.version, source: intern(source: sample.source), zone: intern(zone: sample.zone),
-                            uuid: sample.uuid)
+                            uuid: sample.compactUUID)
         records[sample.metric.index].append(record)
         columns[sample.metric.index].append(start: record.start, end: record.end, value: record.value, version: record.version,
-                                            source: record.source, zone: record.zone, uuid: record.uuid)
+                                            source: record.source, zone: record.zone, uuid: sample.uuid)
     }
 
     /// The window's id of source `name`, for `add(uuid:…)` (the first call of a name interns it).
@@ -56,7 +56,7 @@ public struct SampleWindow {
                              value: Double, version: Int64, seq: Int64) {
         precondition(Int(source) < sources.count && Int(zone) < zones.count, "ids come from sourceID and zoneID")
         records[metric.index].append(Record(start: start, end: end, value: value, seq: seq, version: version,
-                                            source: source, zone: zone, uuid: uuid))
+                                            source: source, zone: zone, uuid: SampleUUID(uuid)))
         columns[metric.index].append(start: start, end: end, value: value, version: version, source: source, zone: zone, uuid: uuid)
     }
 

@@ -12,7 +12,8 @@ struct Record {
     var source: Int32
     /// Interned zone id (index into the ledger's zone table).
     var zone: Int32
-    var uuid: String
+    /// The uuid, 16 bytes when canonical: a record holds no String to retain or hash.
+    var uuid: SampleUUID
 
     var isInstant: Bool { start == end }
 
@@ -26,7 +27,7 @@ struct Record {
         if start != other.start { return start > other.start }
         if end != other.end { return end > other.end }
         if value != other.value { return value > other.value }
-        return other.uuid.utf8.lexicographicallyPrecedes(uuid.utf8)
+        return other.uuid < uuid
     }
 
     /// A fixed order of the samples of one (user, metric) that does not depend on the log:
@@ -36,7 +37,7 @@ struct Record {
     func precedesInSumOrder(_ other: Record) -> Bool {
         if start != other.start { return start < other.start }
         if end != other.end { return end < other.end }
-        return uuid.utf8.lexicographicallyPrecedes(other.uuid.utf8)
+        return uuid < other.uuid
     }
 
     /// Heart rate's figures (min, max, mean, count) of the records at `indices` (not empty),

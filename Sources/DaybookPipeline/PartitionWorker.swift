@@ -66,10 +66,12 @@ final class PartitionWorker {
     /// Its fields are read in place, nothing copied.
     static func stagedSize(of staged: borrowing Ledger.Staged) -> Int {
         func heap(_ s: String) -> Int { s.utf8.count > 15 ? (s.utf8.count + 32 + 15) & ~15 : 0 }
+        // A canonical uuid is 16 bytes inside the slot; only another text has a String.
+        func heap(_ u: SampleUUID) -> Int { u.canonical == nil ? heap(u.text) : 0 }
         var bytes = MemoryLayout<Ledger.Staged>.stride
         switch staged.kind {
-        case .added: bytes += heap(staged.sample.user) + heap(staged.sample.uuid) + heap(staged.sample.source) + heap(staged.sample.zone)
-        case .deleted: bytes += heap(staged.sample.user) + heap(staged.sample.uuid)
+        case .added: bytes += heap(staged.sample.user) + heap(staged.sample.compactUUID) + heap(staged.sample.source) + heap(staged.sample.zone)
+        case .deleted: bytes += heap(staged.sample.user) + heap(staged.sample.compactUUID)
         case .checkedIn: bytes += heap(staged.sample.user) + heap(staged.sample.source) + 16 * (staged.checkInMetrics?.count ?? 0)
         }
         return bytes

@@ -97,7 +97,7 @@ public final class ShardProjection {
                     let sample = events[i].sample
                     let changed: Bool
                     if position < rereadBelow {
-                        storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.uuid)
+                        storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.compactUUID)
                         changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
                     } else {
                         changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks,
@@ -123,7 +123,7 @@ public final class ShardProjection {
                     } else {
                         ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
                     }
-                    batch.deletes.append((events[i].sample.user, events[i].sample.uuid))
+                    batch.deletes.append((events[i].sample.user, events[i].sample.compactUUID))
                 case .checkedIn:
                     // No sample state: the ledger has nothing to apply (`Ledger.apply`).
                     if recordingSync, let life = SourceSync.signOfLife(events[i].event, deliveredAt: events[i].deliveredAt) {

@@ -46,80 +46,78 @@ struct PackEncoder {
     }
 
     mutating func add(_ s: PackedSample) {
-        var uuid = s.uuid
-        // A native String hands its UTF-8 storage over without a copy.
-        uuid.withUTF8 { uuid in
-            let step = s.start &- previousStart
-            let duration = s.end &- s.start
-            let seconds = step % Instant.nanosPerSecond == 0 && duration % Instant.nanosPerSecond == 0
-            let value = SamplePack.valueForm(s.value)
-            let canonical = SamplePack.canonical(uuid)
-            var flags: UInt8 = (seconds ? 4 : 0) | value.form << 3
-            switch canonical {
-            case .lower: break
-            case .upper: flags |= 1
-            case nil: flags |= 2
-            }
-            var shared = 0
-            if canonical == nil {
-                previousText.withUTF8 { previous in
-                    let limit = min(uuid.count, previous.count)
-                    while shared < limit, uuid[shared] == previous[shared] { shared += 1 }
-                }
-            }
-            grow(PackEncoder.sampleRoom + uuid.count)
-            var at = used
-            let previousSeq = self.previousSeq
-            body.withUnsafeMutableBufferPointer { buffer in
-                let out = buffer.baseAddress!
-                out[at] = flags
-                at += 1
-                if canonical != nil {
-                    var high: UInt8 = 0, half = false
-                    for b in uuid where b != UInt8(ascii: "-") {
-                        let v: UInt8 = b <= UInt8(ascii: "9") ? b &- UInt8(ascii: "0") : (b | 0x20) &- UInt8(ascii: "a") &+ 10
-                        if half {
-                            out[at] = high << 4 | v
-                            at += 1
-                        } else {
-                            high = v
-                        }
-                        half.toggle()
-                    }
-                } else {
-                    PackEncoder.put(UInt64(shared), out, &at)
-                    PackEncoder.put(UInt64(uuid.count - shared), out, &at)
-                    let rest = uuid.count - shared
-                    if rest > 0 { (out + at).update(from: uuid.baseAddress! + shared, count: rest) }
-                    at += rest
-                }
-                PackEncoder.put(UInt64(bitPattern: s.source), out, &at)
-                PackEncoder.signed(seconds ? step / Instant.nanosPerSecond : step, out, &at)
-                PackEncoder.signed(seconds ? duration / Instant.nanosPerSecond : duration, out, &at)
-                switch value.form {
-                case 1: PackEncoder.signed(value.mantissa, out, &at)
-                case 2:
-                    PackEncoder.signed(value.mantissa, out, &at)
-                    out[at] = value.power
-                    at += 1
-                default:
-                    var bits = s.value.bitPattern
-                    for _ in 0..<8 {
-                        out[at] = UInt8(truncatingIfNeeded: bits)
-                        at += 1
-                        bits >>= 8
-                    }
-                }
-                PackEncoder.put(UInt64(bitPattern: s.zone), out, &at)
-                PackEncoder.signed(s.seq &- previousSeq, out, &at)
-                PackEncoder.signed(s.version, out, &at)
-            }
-            used = at
-            if canonical == nil { previousText = s.uuid }
+        if let canonical = s.uuid.canonical {
+            code(s, canonical: canonical, text: UnsafeBufferPointer(start: nil, count: 0))
+        } else {
+            // A native String hands its UTF-8 storage over without a copy.
+            s.uuid.withUTF8 { code(s, canonical: nil, text: $0) }
+            previousText = s.uuid.text
         }
         previousStart = s.start
         previousSeq = s.seq
         count += 1
+    }
+
+    /// Codes `s`, whose uuid is `canonical` (16 bytes in two words) or else the UTF-8 `text`.
+    private mutating func code(_ s: PackedSample, canonical: (high: UInt64, low: UInt64, upper: Bool)?,
+                               text uuid: UnsafeBufferPointer<UInt8>) {
+        let step = s.start &- previousStart
+        let duration = s.end &- s.start
+        let seconds = step % Instant.nanosPerSecond == 0 && duration % Instant.nanosPerSecond == 0
+        let value = SamplePack.valueForm(s.value)
+        var flags: UInt8 = (seconds ? 4 : 0) | value.form << 3
+        switch canonical {
+        case .some(let c): if c.upper { flags |= 1 }
+        case nil: flags |= 2
+        }
+        var shared = 0
+        if canonical == nil {
+            previousText.withUTF8 { previous in
+                let limit = min(uuid.count, previous.count)
+                while shared < limit, uuid[shared] == previous[shared] { shared += 1 }
+            }
+        }
+        grow(PackEncoder.sampleRoom + uuid.count)
+        var at = used
+        let previousSeq = self.previousSeq
+        body.withUnsafeMutableBufferPointer { buffer in
+            let out = buffer.baseAddress!
+            out[at] = flags
+            at += 1
+            if let canonical {
+                // The 16 bytes in the text's order: each word big-endian.
+                UnsafeMutableRawPointer(out + at).storeBytes(of: canonical.high.bigEndian, as: UInt64.self)
+                UnsafeMutableRawPointer(out + at + 8).storeBytes(of: canonical.low.bigEndian, as: UInt64.self)
+                at += 16
+            } else {
+                PackEncoder.put(UInt64(shared), out, &at)
+                PackEncoder.put(UInt64(uuid.count - shared), out, &at)
+                let rest = uuid.count - shared
+                if rest > 0 { (out + at).update(from: uuid.baseAddress! + shared, count: rest) }
+                at += rest
+            }
+            PackEncoder.put(UInt64(bitPattern: s.source), out, &at)
+            PackEncoder.signed(seconds ? step / Instant.nanosPerSecond : step, out, &at)
+            PackEncoder.signed(seconds ? duration / Instant.nanosPerSecond : duration, out, &at)
+            switch value.form {
+            case 1: PackEncoder.signed(value.mantissa, out, &at)
+            case 2:
+                PackEncoder.signed(value.mantissa, out, &at)
+                out[at] = value.power
+                at += 1
+            default:
+                var bits = s.value.bitPattern
+                for _ in 0..<8 {
+                    out[at] = UInt8(truncatingIfNeeded: bits)
+                    at += 1
+                    bits >>= 8
+                }
+            }
+            PackEncoder.put(UInt64(bitPattern: s.zone), out, &at)
+            PackEncoder.signed(s.seq &- previousSeq, out, &at)
+            PackEncoder.signed(s.version, out, &at)
+        }
+        used = at
     }
 
     /// The whole pack: the format byte, the count of the stored samples and these, the stored

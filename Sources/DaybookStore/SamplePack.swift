@@ -26,7 +26,8 @@ import DaybookSupport
 /// kept as text, and a value is written in a shorter form only if that form gives back its
 /// very bits (−0, NaN and infinities keep all 8 bytes).
 struct PackedSample: Equatable {
-    var uuid: String
+    /// Canonical uuids are coded from and decoded to their 16 bytes, never as text.
+    var uuid: SampleUUID
     var source: Int64
     var start: Int64
     var end: Int64
@@ -34,6 +35,13 @@ struct PackedSample: Equatable {
     var zone: Int64
     var seq: Int64
     var version: Int64
+}
+
+extension PackedSample {
+    /// A sample of a uuid given as text (tests, migrations).
+    init(uuid: String, source: Int64, start: Int64, end: Int64, value: Double, zone: Int64, seq: Int64, version: Int64) {
+        self.init(uuid: SampleUUID(uuid), source: source, start: start, end: end, value: value, zone: zone, seq: seq, version: version)
+    }
 }
 
 enum SamplePack {
@@ -118,15 +126,17 @@ enum SamplePack {
 
     /// Calls `body` with each sample of a pack of `day`, in the order they were written.
     static func decode(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (PackedSample) throws -> Void) throws {
-        try decodeFields(bytes, day: day) { fields, uuid in
+        try walk(bytes, day: day, uuids: true) { fields, uuid, textForm in
+            // A canonical uuid is in `fields` already, as its 16 bytes.
+            guard textForm else { return try body(fields) }
             var sample = fields
-            sample.uuid = String(decoding: uuid, as: UTF8.self)
+            sample.uuid = SampleUUID(String(decoding: uuid, as: UTF8.self))
             try body(sample)
         }
     }
 
     /// Calls `body` with each sample of a pack of `day`, in the order they were written: its
-    /// fields with an empty `uuid`, and its uuid's UTF-8 text in a buffer valid only during
+    /// fields (`uuid` empty, or the canonical uuid), and its uuid's UTF-8 text in a buffer valid only during
     /// the call, so that a reader that needs few uuids as Strings (hour rows: only those of
     /// samples sharing their bounds) builds no String per sample.
     ///
@@ -152,10 +162,15 @@ enum SamplePack {
             for _ in 0..<count {
                 let flags = try reader.byte()
                 let form = flags & 3
+                var compact = SampleUUID()
                 switch form {
                 case 0, 1:
                     if uuids {
+                        let at = reader.position
                         try reader.uuid(upper: form == 1, into: canonical)
+                        compact = SampleUUID(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
+                                             low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)),
+                                             upper: form == 1)
                     } else {
                         let at = reader.position
                         try reader.skip(16, orThrow: "a uuid cut short at byte \(at)")
@@ -201,7 +216,7 @@ enum SamplePack {
                 let start = previousStart &+ step
                 previousStart = start
                 previousSeq = seq
-                let fields = PackedSample(uuid: "", source: source, start: start, end: start &+ duration, value: value, zone: zone,
+                let fields = PackedSample(uuid: compact, source: source, start: start, end: start &+ duration, value: value, zone: zone,
                                           seq: seq, version: version)
                 if !uuids {
                     try body(fields, UnsafeRawBufferPointer(start: nil, count: 0), form == 2)
@@ -217,34 +232,8 @@ enum SamplePack {
 
     // MARK: Uuids
 
-    enum UUIDCase { case lower, upper }
-
-    /// Whether `uuid` is 8-4-4-4-12 hex digits all of one case (digits alone count as lower).
-    static func canonicalUUID(_ uuid: String) -> UUIDCase? {
-        guard uuid.utf8.count == 36 else { return nil }
-        var text = uuid
-        return text.withUTF8(canonical)
-    }
-
-    static func canonical(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDCase? {
-        guard bytes.count == 36 else { return nil }
-        var lower = false, upper = false
-        for i in 0..<36 {
-            let b = bytes[i]
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard b == UInt8(ascii: "-") else { return nil }
-                continue
-            }
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): break
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): lower = true
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): upper = true
-            default: return nil
-            }
-        }
-        if lower && upper { return nil }
-        return upper ? .upper : .lower
-    }
+    // A uuid is canonical (coded as 16 bytes and a case) exactly when `SampleUUID` keeps it
+    // as 16 bytes: 8-4-4-4-12 hex digits of one case (digits alone count as lower).
 
     // MARK: Varints
 
@@ -341,6 +330,18 @@ enum SamplePack {
     /// the uuid (4 bytes a row). Two uuids may share it (among a million uuids, about a hundred
     /// pairs do); a reader always checks the uuid itself in the pack, so a shared hash costs
     /// the reading of another pack, never a wrong answer.
+    static func hash(user: String, uuid: SampleUUID) -> Int64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        var user = user
+        user.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
+        h = (h ^ 0xff) &* 0x100_0000_01b3
+        // A canonical uuid's text is written on the stack: the same bytes, no String.
+        uuid.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
+        h = NameHash.finalize(h)
+        return Int64(Int32(truncatingIfNeeded: h ^ h >> 32))
+    }
+
+    /// `hash(user:uuid:)` of a uuid's text.
     static func hash(user: String, uuid: String) -> Int64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         // Over the strings' own UTF-8 buffers (a native String hands its storage over without

@@ -68,7 +68,7 @@ extension Shard {
                 try write.bind(4, blob: SamplePack.encode(pack.sorted(by: PackedSample.inPackOrder), day: key.day))
                 try write.run()
                 for s in pack {
-                    try count.bind(1, uuidHash(key.user, s.uuid))
+                    try count.bind(1, indexHash(key.user, s.uuid))
                     try count.bind(2, Shard.place(metric: key.metric, day: key.day))
                     try count.run()
                 }
@@ -101,13 +101,13 @@ extension Shard {
     /// Writes a batch's samples and tombstones (inside the batch's transaction): each pack it
     /// changes is read once, changed in memory and written once.
     /// - Returns: the longest span among the samples written.
-    func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], storeLacks: [Bool], deletes: [(user: String, uuid: String)],
+    func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], storeLacks: [Bool], deletes: [(user: String, uuid: SampleUUID)],
                       nameID: (String) throws -> Int64) throws -> Int64 {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
         // By index over the array's storage: a closure over each (sample, seq) pair copies it.
-        let upsertHashes = upserts.withUnsafeBufferPointer { pairs in pairs.indices.map { uuidHash(pairs[$0].sample.user, pairs[$0].sample.uuid) } }
-        let deleteHashes = deletes.map { uuidHash($0.user, $0.uuid) }
+        let upsertHashes = upserts.withUnsafeBufferPointer { pairs in pairs.indices.map { indexHash(pairs[$0].sample.user, pairs[$0].sample.compactUUID) } }
+        let deleteHashes = deletes.map { indexHash($0.user, $0.uuid) }
         let vouched = upserts.indices.map { $0 < storeLacks.count && storeLacks[$0] }
         // The uuids the ledger could not vouch for are looked up in the index together.
         var unvouched = deleteHashes
@@ -119,12 +119,12 @@ extension Shard {
             for i in upserts.indices {
                 let hash = upsertHashes[i], seq = upserts[i].seq
                 let sample = upserts[i].sample
-                let place = try work.locate(user: sample.user, uuid: sample.uuid, hash: hash, storeLacks: vouched[i])
-                if let old = place.pack { try work.remove(sample.uuid, of: sample.user, from: old, hash: hash) }
-                if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.uuid, hash: hash) }
+                let place = try work.locate(user: sample.user, uuid: sample.compactUUID, hash: hash, storeLacks: vouched[i])
+                if let old = place.pack { try work.remove(sample.compactUUID, of: sample.user, from: old, hash: hash) }
+                if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.compactUUID, hash: hash) }
                 let start = sample.start.nanoseconds, end = sample.end.nanoseconds
                 let key = PackKey(user: sample.user, metric: sample.metric.storageCode, day: SamplePack.day(ofStart: start))
-                try work.insert(PackedSample(uuid: sample.uuid, source: try nameID(sample.source), start: start, end: end,
+                try work.insert(PackedSample(uuid: sample.compactUUID, source: try nameID(sample.source), start: start, end: end,
                                              value: sample.value, zone: try nameID(sample.zone), seq: seq, version: sample.version),
                                 of: sample.user, into: key, hash: hash)
                 longest = max(longest, end - start)
@@ -238,10 +238,10 @@ struct PackEdit {
     private var tail: SamplePack.Tail?
     private var appended: PackEncoder?
     /// The log position and uuid of the last sample appended as bytes.
-    private var last: (seq: Int64, uuid: String)?
+    private var last: (seq: Int64, uuid: SampleUUID)?
     /// The samples, once decoded: in pack order while only later ones are appended.
     private var samples: [PackedSample]?
-    private var index: [NameKey: Int]?
+    private var index: [SampleUUID: Int]?
     private var inOrder = true
     /// Whether the batch changed the pack (it is written then).
     var changed = false
@@ -274,15 +274,15 @@ struct PackEdit {
         return all
     }
 
-    mutating func position(of uuid: String, _ shard: Shard, _ key: PackKey) throws -> Int? {
+    mutating func position(of uuid: SampleUUID, _ shard: Shard, _ key: PackKey) throws -> Int? {
         let samples = try decoded(shard, key)
         if index == nil {
-            var built: [NameKey: Int] = [:]
+            var built: [SampleUUID: Int] = [:]
             built.reserveCapacity(samples.count)
-            for (i, s) in samples.enumerated() { built[NameKey(s.uuid)] = i }
+            for (i, s) in samples.enumerated() { built[s.uuid] = i }
             index = built
         }
-        return index?[NameKey(uuid)]
+        return index?[uuid]
     }
 
     func sample(at i: Int) -> PackedSample? { samples?[i] }
@@ -314,7 +314,7 @@ struct PackEdit {
             _ = try decoded(shard, key)
         }
         if let last = samples!.last, !PackedSample.inPackOrder(last, sample) { inOrder = false }
-        index?[NameKey(sample.uuid)] = samples!.count
+        index?[sample.uuid] = samples!.count
         samples!.append(sample)
     }
 
@@ -323,20 +323,20 @@ struct PackEdit {
         if let last { return last.seq != sample.seq ? last.seq < sample.seq : last.uuid < sample.uuid }
         guard let end = tail?.last else { return true }
         if end.seq != sample.seq { return end.seq < sample.seq }
-        return String(decoding: end.uuid, as: UTF8.self) < sample.uuid
+        return end.uuid.withUnsafeBufferPointer { end in sample.uuid.withUTF8 { SampleUUID.precedes(end, $0) } }
     }
 
-    mutating func remove(_ uuid: String, _ shard: Shard, _ key: PackKey) throws {
+    mutating func remove(_ uuid: SampleUUID, _ shard: Shard, _ key: PackKey) throws {
         guard let i = try position(of: uuid, shard, key) else { return }
         changed = true
         let last = samples!.count - 1
         if i != last {
             samples!.swapAt(i, last)
-            index?[NameKey(samples![i].uuid)] = i
+            index?[samples![i].uuid] = i
             inOrder = false
         }
         samples!.removeLast()
-        index?[NameKey(uuid)] = nil
+        index?[uuid] = nil
     }
 
     /// The blob to write: the stored bytes with the appended samples after them, or the
@@ -358,12 +358,12 @@ struct PackWork {
     /// A (user, uuid) keyed by the hash the index already computed (no string hashing).
     private struct UserUUID: Hashable {
         var user: String
-        var uuid: String
+        var uuid: SampleUUID
         var hash: Int64
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
         func _rawHashValue(seed: Int) -> Int { NameHash.table(int: hash, seed: seed) }
-        static func == (a: UserUUID, b: UserUUID) -> Bool { a.hash == b.hash && a.uuid == b.uuid && a.user == b.user }
+        static func == (a: UserUUID, b: UserUUID) -> Bool { a.hash == b.hash && a.uuid == b.uuid && NameHash.sameBytes(a.user, b.user) }
     }
 
     let shard: Shard
@@ -410,7 +410,7 @@ struct PackWork {
     /// Where the version in force of (user, uuid) is, and whether it is tombstoned.
     /// - Parameter storeLacks: the caller knows the store held nothing of the uuid before
     ///   this work began: only this work's own changes are looked at.
-    mutating func locate(user: String, uuid: String, hash: Int64, storeLacks: Bool = false) throws -> Place {
+    mutating func locate(user: String, uuid: SampleUUID, hash: Int64, storeLacks: Bool = false) throws -> Place {
         let id = UserUUID(user: user, uuid: uuid, hash: hash)
         if let known = placed[id] { return known }
         var place = Place(pack: nil, tombstoned: false)
@@ -429,7 +429,7 @@ struct PackWork {
                 break
             }
         }
-        if maybeTombstoned { place.tombstoned = try shard.isTombstoned(user: user, uuid: uuid) }
+        if maybeTombstoned { place.tombstoned = try shard.isTombstoned(user: user, uuid: uuid.text) }
         placed[id] = place
         return place
     }
@@ -442,7 +442,7 @@ struct PackWork {
     }
 
     /// The sample of `uuid` in a pack `locate` found it in.
-    mutating func sample(_ uuid: String, in key: PackKey) throws -> PackedSample? {
+    mutating func sample(_ uuid: SampleUUID, in key: PackKey) throws -> PackedSample? {
         guard let slot = slots[key], let i = try edits[slot].position(of: uuid, shard, key) else { return nil }
         return edits[slot].sample(at: i)
     }
@@ -470,7 +470,7 @@ struct PackWork {
         return slot
     }
 
-    mutating func remove(_ uuid: String, of user: String, from key: PackKey, hash: Int64) throws {
+    mutating func remove(_ uuid: SampleUUID, of user: String, from key: PackKey, hash: Int64) throws {
         let slot = try load(key)
         try edits[slot].remove(uuid, shard, key)
         edits[slot].changed = true
@@ -502,19 +502,19 @@ struct PackWork {
                    place: Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: key) ^ 0x8000_0000)), count: count)
     }
 
-    mutating func addTombstone(user: String, uuid: String, hash: Int64) throws {
+    mutating func addTombstone(user: String, uuid: SampleUUID, hash: Int64) throws {
         let write = try shard.database.statement("INSERT OR IGNORE INTO tombstones (user, uuid) VALUES (?, ?)")
         try write.bind(1, user)
-        try write.bind(2, uuid)
+        try write.bind(2, uuid.text)
         try write.run()
         if shard.database.changes > 0 { count(hash, at: Shard.tombstonePlace, by: 1) }
         placed[UserUUID(user: user, uuid: uuid, hash: hash)] = Place(pack: nil, tombstoned: true)
     }
 
-    mutating func dropTombstone(user: String, uuid: String, hash: Int64) throws {
+    mutating func dropTombstone(user: String, uuid: SampleUUID, hash: Int64) throws {
         let write = try shard.database.statement("DELETE FROM tombstones WHERE user = ? AND uuid = ?")
         try write.bind(1, user)
-        try write.bind(2, uuid)
+        try write.bind(2, uuid.text)
         try write.run()
         if shard.database.changes > 0 { count(hash, at: Shard.tombstonePlace, by: -1) }
         placed[UserUUID(user: user, uuid: uuid, hash: hash), default: Place(pack: nil, tombstoned: false)].tombstoned = false
@@ -590,8 +590,9 @@ extension Shard: LedgerStore {
         let hashes = uuids.map { uuidHash(user, $0) }
         try work.prefetchPlaces(of: hashes)
         for (uuid, hash) in zip(uuids, hashes) {
-            let place = try work.locate(user: user, uuid: uuid, hash: hash)
-            if let key = place.pack, let packed = try work.sample(uuid, in: key) {
+            let compact = SampleUUID(uuid)
+            let place = try work.locate(user: user, uuid: compact, hash: hash)
+            if let key = place.pack, let packed = try work.sample(compact, in: key) {
                 out[uuid] = .live(try sample(packed, key: key), seq: packed.seq)
             } else {
                 out[uuid] = place.tombstoned ? .tombstoned : .absent

@@ -21,7 +21,17 @@ public final class Shard {
     var maxSpan: Int64 = 0
     /// The hash of (user, uuid) that keys the uuid index (tests put one here under which every
     /// uuid collides: a lookup must still find each uuid's own sample).
-    var uuidHash: (String, String) -> Int64 = { SamplePack.hash(user: $0, uuid: $1) }
+    var uuidHash: (String, String) -> Int64 = { SamplePack.hash(user: $0, uuid: $1) } {
+        didSet { uuidHashReplaced = true }
+    }
+    private var uuidHashReplaced = false
+
+    /// `uuidHash` of a uuid in its compact form: the default hash over the uuid's bytes
+    /// without a String made (a test's hash gets the text).
+    @inline(__always)
+    func indexHash(_ user: String, _ uuid: SampleUUID) -> Int64 {
+        uuidHashReplaced ? uuidHash(user, uuid.text) : SamplePack.hash(user: user, uuid: uuid)
+    }
     /// How many runs the uuid index holds before a commit merges them into its pages
     /// (`UUIDIndex.swift`; tests make it small).
     var maxIndexRuns = 8
@@ -392,7 +402,7 @@ public final class Shard {
         /// nothing of the sample's uuid before this batch (`Ledger.storeLacks`), so that
         /// writing it needs no lookup. A wrong true would keep two versions of a uuid.
         public var storeLacks: [Bool] = []
-        public var deletes: [(user: String, uuid: String)] = []
+        public var deletes: [(user: String, uuid: SampleUUID)] = []
         public var rows: [DayKey: DayTotal?] = [:]
         public var deadLetters: [DeadLetter] = []
         /// What the batch's events say about each (user, source) pair, merged into the stored state.

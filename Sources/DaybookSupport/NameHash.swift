@@ -60,6 +60,16 @@ public enum NameHash {
         return fold(h, s0 ^ 0x8ebc_6af0_9c88_c6e3)
     }
 
+    /// The hash of two words (a canonical uuid's 16 bytes): what `of` gives for 16 bytes in
+    /// spirit (seeded, mixed), in a few multiplications and no loop; not equal to `of` of
+    /// the words' bytes.
+    @inline(__always)
+    public static func of(words a: UInt64, _ b: UInt64) -> UInt64 {
+        let (s0, s1) = secret
+        let h = fold(s0 ^ a, s1 ^ 0xa076_1d64_78bd_642f)
+        return fold(h ^ b, s0 ^ 0x8ebc_6af0_9c88_c6e3)
+    }
+
     /// The hash of `name`'s UTF-8 bytes.
     public static func of(_ name: String) -> UInt64 {
         if let h = name.utf8.withContiguousStorageIfAvailable({ of(UnsafeRawBufferPointer($0)) }) { return h }

@@ -75,7 +75,7 @@ import Testing
         let records = (0..<60).map { i -> Record in
             let start = Int64(rng.next() % 8) * 600 * Instant.nanosPerSecond
             let end = start + Int64(1 + rng.next() % 3) * 600 * Instant.nanosPerSecond
-            return Record(start: start, end: end, value: 1, seq: Int64(i), version: 0, source: 0, zone: 0, uuid: "u\(rng.next() % 1000)-\(i)")
+            return Record(start: start, end: end, value: 1, seq: Int64(i), version: 0, source: 0, zone: 0, uuid: SampleUUID("u\(rng.next() % 1000)-\(i)"))
         }
         var pieces: [(hour: HourRollup.HourKey, record: Int, nanos: Int64)] = []
         let hours = 1 + Int(rng.next() % 4)

@@ -105,7 +105,7 @@ import Testing
                         commit.upserts.append((s, Int64(i + j)))
                         if hinted { commit.storeLacks.append(lacks) }
                     }
-                case .sampleDeleted(let u, let id): commit.deletes.append((u, id))
+                case .sampleDeleted(let u, let id): commit.deletes.append((u, SampleUUID(id)))
                 case .sourceCheckedIn: break
                 }
                 dirty.formUnion(changed)

@@ -105,7 +105,7 @@ import Testing
                 seq += 1
                 let back = rng.next() % 4 == 0 ? Int64(rng.next() % 30) : 0 // a reread's earlier position
                 if live[uuid] != nil, rng.next() % 6 == 0 {
-                    batch.deletes.append(("ana", uuid))
+                    batch.deletes.append(("ana", SampleUUID(uuid)))
                     live[uuid] = nil
                     deleted.insert(uuid)
                     continue

@@ -38,6 +38,11 @@ import Testing
         // The short form: flags 1 + uuid 16 + source 1 + start 2 (3,600 s) + duration 2 (600 s, zigzag 1,200) + value 2
         // (812, zigzag 1,624) + zone 1 + seq 1 + version 1 = 27 bytes, plus the pack's format byte and count.
         #expect(SamplePack.encode([samples[0]], day: Self.day).count == 29)
+        // The 16 bytes in the text's order (shards written before `SampleUUID` read the same),
+        // after the format byte, the count and the flags; decoded to the compact form, not text.
+        #expect(Array(SamplePack.encode([samples[0]], day: Self.day)[3..<19])
+                == [0x0f, 0x8e, 0x2a, 0x1c, 0x3b, 0x4d, 0x4e, 0x5f, 0x8a, 0x9b, 0x0c, 0x1d, 0x2e, 0x3f, 0x4a, 0x5b])
+        #expect(back[0].uuid.canonical != nil && back[1].uuid.canonical?.upper == true && back[2].uuid.canonical == nil)
     }
 
     /// Text uuids share their front with the one before; decimals are a mantissa and a power.
@@ -46,7 +51,7 @@ import Testing
         let a = PackedSample(uuid: "user-3-0-259-watch", source: 1, start: Self.dayStart + 46_800 * second,
                              end: Self.dayStart + 47_136 * second, value: 23.7, zone: 2, seq: 1_000, version: 0)
         var b = a
-        b.uuid = "user-3-0-260-watch"
+        b.uuid = SampleUUID("user-3-0-260-watch")
         b.start += 925 * second
         b.end += 925 * second
         b.seq = 1_003
@@ -97,5 +102,9 @@ import Testing
         #expect(a == -817_910_449) // FNV-1a over "ana", 0xff, "s1", the fmix64 finaliser, its halves xor-ed
         #expect(a != SamplePack.hash(user: "an", uuid: "as1"))
         #expect(a != SamplePack.hash(user: "ana", uuid: "s2"))
+        // The compact form hashes its text's bytes: canonical uuids of both cases and text alike.
+        for uuid in ["s1", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3F2504E0-4F89-11D3-9A0C-0305E82C3301", "é-ü"] {
+            #expect(SamplePack.hash(user: "ana", uuid: SampleUUID(uuid)) == SamplePack.hash(user: "ana", uuid: uuid))
+        }
     }
 }

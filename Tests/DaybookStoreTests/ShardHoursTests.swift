@@ -26,7 +26,7 @@ import Testing
                 let changed = ledger.apply(e, at: Int64(i + j))
                 switch e {
                 case .sampleAdded(let s): if !changed.isEmpty { commit.upserts.append((s, Int64(i + j))) }
-                case .sampleDeleted(let u, let id): commit.deletes.append((u, id))
+                case .sampleDeleted(let u, let id): commit.deletes.append((u, SampleUUID(id)))
                 case .sourceCheckedIn: break
                 }
                 dirty.formUnion(changed)

@@ -144,7 +144,7 @@ func temporaryDirectory() throws -> String {
             dirty.formUnion(ledger.apply(e, at: Int64(i)))
             switch e {
             case .sampleAdded(let s): batch.upserts.append((s, Int64(i)))
-            case .sampleDeleted(let u, let id): batch.deletes.append((u, id))
+            case .sampleDeleted(let u, let id): batch.deletes.append((u, SampleUUID(id)))
             case .sourceCheckedIn: break
             }
         }
@@ -353,7 +353,7 @@ func temporaryDirectory() throws -> String {
             expected[moved.uuid] = .live(moved, seq: Int64(300 + i))
         }
         for i in 100..<180 {
-            second.deletes.append(("ana", "s\(i)"))
+            second.deletes.append(("ana", SampleUUID("s\(i)")))
             expected["s\(i)"] = .tombstoned
         }
         for i in 180..<300 { expected["s\(i)"] = .live(sample(i, day: Int64(i / 100)), seq: Int64(i)) }

@@ -88,10 +88,10 @@ import Testing
                     // A re-add of a deleted uuid: the ledger would refuse it; the store keeps the tombstone.
                     continue
                 case (.live, 0):
-                    batch.deletes.append(("ana", uuid))
+                    batch.deletes.append(("ana", SampleUUID(uuid)))
                     model.entries[uuid] = .tombstoned
                 case (_, 1) where model.entries[uuid] == nil:
-                    batch.deletes.append(("ana", uuid))
+                    batch.deletes.append(("ana", SampleUUID(uuid)))
                     model.entries[uuid] = .tombstoned
                 default:
                     let s = Self.sample(i, day: Int(rng.next() % 20), version: seq)
@@ -127,10 +127,10 @@ import Testing
                 batch.upserts.append((moved, seq))
                 model.entries[moved.uuid] = .live(moved, seq: seq)
             case 2:
-                batch.deletes.append(("ana", "s\(round - 1)"))
+                batch.deletes.append(("ana", SampleUUID("s\(round - 1)")))
                 model.entries["s\(round - 1)"] = .tombstoned
             default:
-                batch.deletes.append(("ana", "gone\(round)"))
+                batch.deletes.append(("ana", SampleUUID("gone\(round)")))
                 model.entries["gone\(round)"] = .tombstoned
             }
             try shard.commit(batch)
@@ -198,7 +198,7 @@ import Testing
         #expect(try runCount(shard) == 1)
         var second = Shard.Batch(nextOffset: 20)
         second.upserts.append((Self.sample(3, day: 5, version: 1), 11))
-        second.deletes.append(("ana", "s4"))
+        second.deletes.append(("ana", SampleUUID("s4")))
         try shard.database.execute("CREATE TEMP TRIGGER boom BEFORE INSERT ON progress BEGIN SELECT RAISE(ABORT, 'boom'); END")
         #expect(throws: DatabaseError.self) { try shard.commit(second) }
         #expect(shard.nextOffset == 10)
@@ -228,7 +228,7 @@ import Testing
                 model.entries[s.uuid] = .live(s, seq: Int64(i))
             }
             for i in 600..<650 {
-                batch.deletes.append(("ana", "s\(i)"))
+                batch.deletes.append(("ana", SampleUUID("s\(i)")))
                 model.entries["s\(i)"] = .tombstoned
             }
             try shard.commit(batch)
