@@ -21,7 +21,10 @@ public struct RecentNames<Value> {
     public init(capacity: Int) { self.capacity = max(1, capacity) }
 
     /// The answer noted for `name`, if it is among the last few.
+    /// Two passes: the same 16 bytes first (a memo's names are recognised by their storage,
+    /// without counting or comparing a byte of a name that is not it), then the bytes.
     public func value(of name: String) -> Value? {
+        for i in names.indices where NameHash.sameRepresentation(names[i], name) { return values[i] }
         for i in names.indices where NameHash.sameBytes(names[i], name) { return values[i] }
         return nil
     }
