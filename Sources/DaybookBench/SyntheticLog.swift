@@ -6,7 +6,34 @@ import DaybookSupport
 public struct SyntheticLog: Sendable {
     var rng: SplitMix64
 
-    public init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+    /// How the samples' uuids are spelled.
+    public enum UUIDs: String, Sendable {
+        /// Upper-case RFC 9562 UUIDs (version 4 in form), as HealthKit writes `HKObject.uuid`
+        /// and Health Connect its record ids: what a projector meets in production.
+        case canonical
+        /// Readable names, `user-3-0-259-watch` (the logs of BENCHMARKS.md before 2026-12-05).
+        case names
+    }
+    public var uuids: UUIDs
+
+    public init(seed: UInt64, uuids: UUIDs = .canonical) {
+        rng = SplitMix64(seed: seed)
+        self.uuids = uuids
+    }
+
+    /// The uuid of the sample named `name`: the name itself, or a UUID made from a stable
+    /// hash of it (FNV-1a, then SplitMix64's finaliser for the second half), so that one
+    /// name gets one UUID on any machine, in any run.
+    func uuid(_ name: String) -> String {
+        guard uuids == .canonical else { return name }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in name.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        var mixer = SplitMix64(seed: h)
+        var high = mixer.next(), low = mixer.next()
+        high = high & ~(0xF << 12) | 0x4 << 12         // version 4
+        low = low & ~(0xC << 60) | 0x8 << 60           // RFC 9562 variant
+        return SampleUUID(high: high, low: low, upper: true).text
+    }
 
     /// The same events in the order a live stream delivers them: by sync hour (the hour a
     /// sample ends; a deletion keeps the hour of the last sample of its uuid before it, a
@@ -60,7 +87,7 @@ public struct SyntheticLog: Sendable {
                 func add(_ metric: Metric, _ source: String, _ s: Int64, _ e: Int64, _ v: Double) {
                     n += 1
                     out.append(.sampleAdded(Sample(
-                        user: user, uuid: "\(user)-\(d)-\(n)-\(source)", metric: metric, source: source,
+                        user: user, uuid: uuid("\(user)-\(d)-\(n)-\(source)"), metric: metric, source: source,
                         start: Instant(seconds: s), end: Instant(seconds: e), value: v, zone: zone)))
                 }
                 // Watch: 5-minute step and energy samples from 07:00 to 23:00 (~190 + 40).

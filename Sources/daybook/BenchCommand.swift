@@ -10,7 +10,7 @@ enum BenchCommand: Subcommand {
     static let abstract = "Measure throughput: the pipeline beside kcat (default), the core, or generate a log."
     static let usage = """
     bench [pipeline] [--events N] [--partitions N] [--users N] [--seed N] [--config FILE] [--json]
-           daybook bench core|generate [--samples N] [--users N] [--seed N] [--order user|arrival]
+           daybook bench core|generate [--samples N] [--users N] [--seed N] [--order user|arrival] [--uuids canonical|names]
     """
     static let options = [
         OptionSpec(name: "--events", value: "N", help: "pipeline: events in the log (default 1000000)."),
@@ -22,6 +22,7 @@ enum BenchCommand: Subcommand {
         OptionSpec(name: "--users", value: "N", help: "Users to spread them over (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "Random seed, for repeatable data (default 1)."),
         OptionSpec(name: "--order", value: "ORDER", help: "generate: user (user by user, the default) or arrival (the same events by sync hour, users interleaved)."),
+        OptionSpec(name: "--uuids", value: "FORM", help: "generate: canonical (upper-case UUIDs, as HealthKit and Health Connect write them; the default) or names (user-3-0-259-watch, the logs measured before 2026-12-05)."),
     ]
     static let discussion = """
     PIPELINE (the default; 'bench pipeline' is the same) measures, in one run, on this
@@ -105,6 +106,9 @@ enum BenchCommand: Subcommand {
     each sample ends (its sync hour; a deletion keeps the hour of the sample it deletes),
     every user's events of an hour before the next hour's, so users interleave as in a
     live stream and in every rebuild of it (within an hour, events keep their order).
+    Uuids are upper-case UUIDs made from a stable hash of each sample's name (--uuids
+    canonical, the default; the pipeline bench's logs too), or the names themselves
+    (--uuids names).
 
     EXIT CODES: 0 done; 64 usage; 66 --config FILE missing; 69 kcat is not on PATH, or an
     embedded broker did not start; 74 the temporary directory cannot be written; 76 the
@@ -132,6 +136,9 @@ enum BenchCommand: Subcommand {
         let userCount = try arguments.integer("--users", default: 200, in: 1...1_000_000)
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
         let given = Set(arguments.values.keys).union(arguments.flags)
+        if mode != "generate", given.contains("--uuids") {
+            throw CLIError.usage("--uuids is for bench generate")
+        }
         if mode == "pipeline" {
             if given.contains("--samples") {
                 throw CLIError.usage("--samples is for bench core and generate; the pipeline bench takes --events N")
@@ -176,7 +183,11 @@ enum BenchCommand: Subcommand {
             guard order == "user" || order == "arrival" else {
                 throw CLIError.usage("--order takes user or arrival, not \(TerminalText.escaped(order))")
             }
-            var generator = SyntheticLog(seed: UInt64(seed))
+            let spelling = arguments.value("--uuids") ?? SyntheticLog.UUIDs.canonical.rawValue
+            guard let uuids = SyntheticLog.UUIDs(rawValue: spelling) else {
+                throw CLIError.usage("--uuids takes canonical or names, not \(TerminalText.escaped(spelling))")
+            }
+            var generator = SyntheticLog(seed: UInt64(seed), uuids: uuids)
             var out = OutputBuffer()
             let events = generator.events(samples: target, users: userCount)
             for event in order == "arrival" ? SyntheticLog.arrivalOrder(events) : events { out.line(event.jsonLine) }
