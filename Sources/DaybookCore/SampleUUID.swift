@@ -47,37 +47,59 @@ public struct SampleUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 
     /// The uuid of these UTF-8 bytes if they are a canonical UUID's text, else nil.
+    /// A table lookup per character (its value, whether it is a letter of either case, or
+    /// invalid), no branch per character: the reader calls this for every sample.
     public init?(canonical bytes: UnsafeBufferPointer<UInt8>) {
-        guard bytes.count == 36, let base = bytes.baseAddress else { return nil }
-        var high: UInt64 = 0, low: UInt64 = 0
-        var seen: UInt8 = 0 // bit 0: a lower-case letter, bit 1: an upper-case one
-        var digits = 0
-        for i in 0..<36 {
-            let b = base[i]
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard b == UInt8(ascii: "-") else { return nil }
-                continue
+        guard bytes.count == 36, let p = bytes.baseAddress,
+              p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-")
+        else { return nil }
+        let parsed = SampleUUID.hexValues.withUnsafeBufferPointer { table -> (UInt64, UInt64, UInt8) in
+            var seen: UInt8 = 0
+            @inline(__always)
+            func digits(_ from: Int, _ count: Int, into word: inout UInt64) {
+                for k in from..<(from + count) {
+                    let entry = table[Int(p[k])]
+                    seen |= entry
+                    word = word << 4 | UInt64(entry & 15)
+                }
             }
-            let v: UInt8
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = b &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"):
-                v = b &- UInt8(ascii: "a") &+ 10
-                seen |= 1
-            case UInt8(ascii: "A")...UInt8(ascii: "F"):
-                v = b &- UInt8(ascii: "A") &+ 10
-                seen |= 2
-            default: return nil
-            }
-            if digits < 16 { high = high << 4 | UInt64(v) } else { low = low << 4 | UInt64(v) }
-            digits += 1
+            var high: UInt64 = 0, low: UInt64 = 0
+            digits(0, 8, into: &high)
+            digits(9, 4, into: &high)
+            digits(14, 4, into: &high)
+            digits(19, 4, into: &low)
+            digits(24, 12, into: &low)
+            return (high, low, seen)
         }
-        switch seen {
-        case 3: return nil
-        case 2: form = .upper(high, low)
-        default: form = .lower(high, low)
-        }
+        let seen = parsed.2
+        // 0x80: a character that is no hex digit; 0x10 and 0x20: letters of both cases.
+        guard seen & 0x80 == 0, seen & 0x30 != 0x30 else { return nil }
+        form = seen & 0x20 != 0 ? .upper(parsed.0, parsed.1) : .lower(parsed.0, parsed.1)
     }
+
+    /// Per byte: a hex digit's value, with 0x10 for a lower-case letter and 0x20 for an
+    /// upper-case one; 0xFF for any other byte.
+    private static let hexValues: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for d in 0..<10 { table[48 + d] = UInt8(d) }
+        for l in 0..<6 {
+            table[97 + l] = UInt8(10 + l) | 0x10
+            table[65 + l] = UInt8(10 + l) | 0x20
+        }
+        return table
+    }()
+
+    /// Per byte value, its two hex digits as one little-endian 16-bit word: lower case
+    /// (entries 0–255), then upper case (256–511).
+    private static let hexPairs: [UInt16] = {
+        var table: [UInt16] = []
+        table.reserveCapacity(512)
+        for digits in ["0123456789abcdef", "0123456789ABCDEF"] {
+            let d = Array(digits.utf8)
+            for b in 0..<256 { table.append(UInt16(d[b >> 4]) | UInt16(d[b & 15]) << 8) }
+        }
+        return table
+    }()
 
     /// A canonical uuid of these 16 bytes (as two big-endian words) in one case.
     public init(high: UInt64, low: UInt64, upper: Bool) {
@@ -124,25 +146,31 @@ public struct SampleUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
         }
     }
 
+    /// Writes the 36 characters on the stack, two digits per table lookup, and calls `body`.
     @usableFromInline
     static func withCanonicalText<R>(_ high: UInt64, _ low: UInt64, upper: Bool,
                                      _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
         return try withUnsafeMutableBytes(of: &buffer) { raw in
-            let out = raw.bindMemory(to: UInt8.self)
-            let letter: UInt8 = upper ? UInt8(ascii: "A") &- 10 : UInt8(ascii: "a") &- 10
-            var o = 0
-            for d in 0..<32 {
-                if d == 8 || d == 12 || d == 16 || d == 20 {
-                    out[o] = UInt8(ascii: "-")
-                    o += 1
+            hexPairs.withUnsafeBufferPointer { pairs in
+                let base = upper ? 256 : 0
+                // Byte k of the 16 (big-endian in the words) goes to its place in 8-4-4-4-12.
+                @inline(__always)
+                func put(_ word: UInt64, _ byte: Int, at offset: Int) {
+                    let b = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * byte)) & 0xFF
+                    raw.storeBytes(of: pairs[base + b].littleEndian, toByteOffset: offset, as: UInt16.self)
                 }
-                let word = d < 16 ? high : low
-                let v = UInt8(truncatingIfNeeded: word >> UInt64(60 - (d & 15) * 4)) & 15
-                out[o] = v < 10 ? UInt8(ascii: "0") &+ v : letter &+ v
-                o += 1
+                for k in 0..<4 { put(high, k, at: 2 * k) }           // 0–7
+                for k in 4..<6 { put(high, k, at: 2 * k + 1) }       // 9–12
+                for k in 6..<8 { put(high, k, at: 2 * k + 2) }       // 14–17
+                for k in 0..<2 { put(low, k, at: 19 + 2 * k) }       // 19–22
+                for k in 2..<8 { put(low, k, at: 20 + 2 * k) }       // 24–35
+                raw[8] = UInt8(ascii: "-")
+                raw[13] = UInt8(ascii: "-")
+                raw[18] = UInt8(ascii: "-")
+                raw[23] = UInt8(ascii: "-")
             }
-            return try body(UnsafeBufferPointer(rebasing: out[0..<36]))
+            return try body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: 36))
         }
     }
 

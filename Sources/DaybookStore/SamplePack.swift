@@ -126,8 +126,8 @@ enum SamplePack {
 
     /// Calls `body` with each sample of a pack of `day`, in the order they were written.
     static func decode(_ bytes: UnsafeRawBufferPointer, day: Int64, _ body: (PackedSample) throws -> Void) throws {
-        try walk(bytes, day: day, uuids: true) { fields, uuid, textForm in
-            // A canonical uuid is in `fields` already, as its 16 bytes.
+        try walk(bytes, day: day, uuids: true, canonicalText: false) { fields, uuid, textForm in
+            // A canonical uuid is in `fields` already, as its 16 bytes (its text not written).
             guard textForm else { return try body(fields) }
             var sample = fields
             sample.uuid = SampleUUID(String(decoding: uuid, as: UTF8.self))
@@ -148,7 +148,9 @@ enum SamplePack {
     }
 
     /// `decodeFields`, telling `body` also whether the uuid was stored as text (front-coded).
-    private static func walk(_ bytes: UnsafeRawBufferPointer, day: Int64, uuids: Bool,
+    /// With `canonicalText` false a canonical uuid's text is not written (`body` gets an
+    /// empty buffer for it; `fields.uuid` has it).
+    private static func walk(_ bytes: UnsafeRawBufferPointer, day: Int64, uuids: Bool, canonicalText: Bool = true,
                              _ body: (PackedSample, UnsafeRawBufferPointer, Bool) throws -> Void) throws {
         var reader = Reader(bytes: bytes)
         guard try reader.byte() == format else { throw Damaged(reason: "unknown pack format") }
@@ -167,7 +169,11 @@ enum SamplePack {
                 case 0, 1:
                     if uuids {
                         let at = reader.position
-                        try reader.uuid(upper: form == 1, into: canonical)
+                        if canonicalText {
+                            try reader.uuid(upper: form == 1, into: canonical)
+                        } else {
+                            try reader.skip(16, orThrow: "a uuid cut short at byte \(at)")
+                        }
                         compact = SampleUUID(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
                                              low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)),
                                              upper: form == 1)
@@ -223,7 +229,7 @@ enum SamplePack {
                 } else if form == 2 {
                     try previousText.withUnsafeBytes { try body(fields, $0, true) }
                 } else {
-                    try body(fields, UnsafeRawBufferPointer(canonical), false)
+                    try body(fields, canonicalText ? UnsafeRawBufferPointer(canonical) : UnsafeRawBufferPointer(start: nil, count: 0), false)
                 }
             }
         }

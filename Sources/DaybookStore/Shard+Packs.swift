@@ -106,7 +106,12 @@ extension Shard {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
         // By index over the array's storage: a closure over each (sample, seq) pair copies it.
-        let upsertHashes = upserts.withUnsafeBufferPointer { pairs in pairs.indices.map { indexHash(pairs[$0].sample.user, pairs[$0].sample.compactUUID) } }
+        let upsertHashes = upserts.withUnsafeBufferPointer { pairs in
+            pairs.indices.map { i in
+                let sample = UnsafeRawPointer(pairs.baseAddress! + i).assumingMemoryBound(to: Sample.self)
+                return indexHash(sample.pointee.user, sample.pointee.compactUUID)
+            }
+        }
         let deleteHashes = deletes.map { indexHash($0.user, $0.uuid) }
         let vouched = upserts.indices.map { $0 < storeLacks.count && storeLacks[$0] }
         // The uuids the ledger could not vouch for are looked up in the index together.
@@ -118,7 +123,10 @@ extension Shard {
         try upserts.withUnsafeBufferPointer { upserts in
             for i in upserts.indices {
                 let hash = upsertHashes[i], seq = upserts[i].seq
-                let sample = upserts[i].sample
+                // Read through a pointer to the pair's first element (at its start): taking
+                // `.sample` of the pair copied the whole pair through the runtime's generic
+                // tuple witness (~200 instructions an event).
+                let sample = UnsafeRawPointer(upserts.baseAddress! + i).assumingMemoryBound(to: Sample.self).pointee
                 let place = try work.locate(user: sample.user, uuid: sample.compactUUID, hash: hash, storeLacks: vouched[i])
                 if let old = place.pack { try work.remove(sample.compactUUID, of: sample.user, from: old, hash: hash) }
                 if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.compactUUID, hash: hash) }
