@@ -113,7 +113,7 @@ public final class ShardProjection {
                         run?.note(sample, deliveredAt: events[i].deliveredAt)
                     }
                     if changed {
-                        batch.upserts.append((sample, position)) // its last use: moved, not copied
+                        batch.upserts.append(Shard.Upsert(sample: sample, seq: position)) // its last use: moved, not copied
                         batch.storeLacks.append(storeLacks)
                     }
                 case .deleted:

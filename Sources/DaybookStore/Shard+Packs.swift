@@ -101,16 +101,13 @@ extension Shard {
     /// Writes a batch's samples and tombstones (inside the batch's transaction): each pack it
     /// changes is read once, changed in memory and written once.
     /// - Returns: the longest span among the samples written.
-    func writeSamples(_ upserts: [(sample: Sample, seq: Int64)], storeLacks: [Bool], deletes: [(user: String, uuid: SampleUUID)],
+    func writeSamples(_ upserts: [Upsert], storeLacks: [Bool], deletes: [(user: String, uuid: SampleUUID)],
                       nameID: (String) throws -> Int64) throws -> Int64 {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
         // By index over the array's storage: a closure over each (sample, seq) pair copies it.
-        let upsertHashes = upserts.withUnsafeBufferPointer { pairs in
-            pairs.indices.map { i in
-                let sample = UnsafeRawPointer(pairs.baseAddress! + i).assumingMemoryBound(to: Sample.self)
-                return indexHash(sample.pointee.user, sample.pointee.compactUUID)
-            }
+        let upsertHashes = upserts.withUnsafeBufferPointer { upserts in
+            upserts.indices.map { indexHash(upserts[$0].sample.user, upserts[$0].sample.compactUUID) }
         }
         let deleteHashes = deletes.map { indexHash($0.user, $0.uuid) }
         let vouched = upserts.indices.map { $0 < storeLacks.count && storeLacks[$0] }
@@ -123,10 +120,7 @@ extension Shard {
         try upserts.withUnsafeBufferPointer { upserts in
             for i in upserts.indices {
                 let hash = upsertHashes[i], seq = upserts[i].seq
-                // Read through a pointer to the pair's first element (at its start): taking
-                // `.sample` of the pair copied the whole pair through the runtime's generic
-                // tuple witness (~200 instructions an event).
-                let sample = UnsafeRawPointer(upserts.baseAddress! + i).assumingMemoryBound(to: Sample.self).pointee
+                let sample = upserts[i].sample
                 let place = try work.locate(user: sample.user, uuid: sample.compactUUID, hash: hash, storeLacks: vouched[i])
                 if let old = place.pack { try work.remove(sample.compactUUID, of: sample.user, from: old, hash: hash) }
                 if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.compactUUID, hash: hash) }
@@ -246,7 +240,13 @@ struct PackEdit {
     private var tail: SamplePack.Tail?
     private var appended: PackEncoder?
     /// The log position and uuid of the last sample appended as bytes.
-    private var last: (seq: Int64, uuid: SampleUUID)?
+    private var last: Appended?
+    /// A struct, not a tuple: replacing a tuple of a non-trivial field went through the
+    /// runtime's generic tuple witness (~115 instructions a sample).
+    private struct Appended {
+        var seq: Int64
+        var uuid: SampleUUID
+    }
     /// The samples, once decoded: in pack order while only later ones are appended.
     private var samples: [PackedSample]?
     private var index: [SampleUUID: Int]?
@@ -316,7 +316,7 @@ struct PackEdit {
             }
             if comesLast(sample) {
                 appended!.add(sample)
-                last = (sample.seq, sample.uuid)
+                last = Appended(seq: sample.seq, uuid: sample.uuid)
                 return
             }
             _ = try decoded(shard, key)

@@ -27,7 +27,7 @@ import Testing
         var batch = Shard.Batch(nextOffset: Int64(events.count))
         var dirty = Set<DayKey>()
         for (i, e) in events.enumerated() { dirty.formUnion(ledger.apply(e, at: Int64(i))) }
-        batch.upserts = samples.enumerated().map { ($1, Int64($0)) }
+        batch.upserts = samples.enumerated().map { Shard.Upsert(sample: $1, seq: Int64($0)) }
         batch.rows = ledger.recompute(dirty)
         try shard.commit(batch)
         return dir

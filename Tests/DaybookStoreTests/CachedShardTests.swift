@@ -102,7 +102,7 @@ import Testing
                 switch e {
                 case .sampleAdded(let s):
                     if !changed.isEmpty {
-                        commit.upserts.append((s, Int64(i + j)))
+                        commit.upserts.append(.init(s, Int64(i + j)))
                         if hinted { commit.storeLacks.append(lacks) }
                     }
                 case .sampleDeleted(let u, let id): commit.deletes.append((u, SampleUUID(id)))
@@ -175,7 +175,7 @@ import Testing
             var batch = Shard.Batch(nextOffset: seq + 200)
             for _ in 0..<200 {
                 let start = 1_700_000_000 * Instant.nanosPerSecond + seq * 60 * Instant.nanosPerSecond
-                batch.upserts.append((Sample(user: "user-\(seq % 97)", uuid: "uuid-\(seq)-\(b)-padding-padding", metric: .steps,
+                batch.upserts.append(.init(Sample(user: "user-\(seq % 97)", uuid: "uuid-\(seq)-\(b)-padding-padding", metric: .steps,
                                              source: "watch", start: Instant(nanoseconds: start),
                                              end: Instant(nanoseconds: start + 60 * Instant.nanosPerSecond), value: 10, zone: "UTC"), seq))
                 seq += 1

@@ -115,7 +115,7 @@ import Testing
                 let s = Sample(user: "ana", uuid: uuid, metric: rng.next() % 2 == 0 ? .steps : .heartRate, source: "watch",
                                start: start, end: Instant(nanoseconds: start.nanoseconds + 60 * Instant.nanosPerSecond),
                                value: Double(rng.next() % 500), zone: "UTC", version: seq)
-                batch.upserts.append((s, seq - back))
+                batch.upserts.append(.init(s, seq - back))
                 batch.storeLacks.append(live[uuid] == nil && rng.next() % 2 == 0)
                 live[uuid] = (s, seq - back)
             }

@@ -25,7 +25,7 @@ import Testing
             for (j, e) in part.enumerated() {
                 let changed = ledger.apply(e, at: Int64(i + j))
                 switch e {
-                case .sampleAdded(let s): if !changed.isEmpty { commit.upserts.append((s, Int64(i + j))) }
+                case .sampleAdded(let s): if !changed.isEmpty { commit.upserts.append(.init(s, Int64(i + j))) }
                 case .sampleDeleted(let u, let id): commit.deletes.append((u, SampleUUID(id)))
                 case .sourceCheckedIn: break
                 }

@@ -143,7 +143,7 @@ func temporaryDirectory() throws -> String {
         for (i, e) in events.enumerated() {
             dirty.formUnion(ledger.apply(e, at: Int64(i)))
             switch e {
-            case .sampleAdded(let s): batch.upserts.append((s, Int64(i)))
+            case .sampleAdded(let s): batch.upserts.append(.init(s, Int64(i)))
             case .sampleDeleted(let u, let id): batch.deletes.append((u, SampleUUID(id)))
             case .sourceCheckedIn: break
             }
@@ -194,7 +194,7 @@ func temporaryDirectory() throws -> String {
             var batch = Shard.Batch(nextOffset: Int64(range.upperBound))
             for i in range {
                 let start = Int64(i) * 60 * Instant.nanosPerSecond + 1_700_000_000 * Instant.nanosPerSecond
-                batch.upserts.append((Sample(user: "u\(i % 50)", uuid: "s\(i)", metric: .steps, source: "watch",
+                batch.upserts.append(.init(Sample(user: "u\(i % 50)", uuid: "s\(i)", metric: .steps, source: "watch",
                                              start: Instant(nanoseconds: start), end: Instant(nanoseconds: start + 60 * Instant.nanosPerSecond),
                                              value: 10, zone: "UTC"), Int64(i)))
             }
@@ -319,7 +319,7 @@ func temporaryDirectory() throws -> String {
             let s = Sample(user: "ana", uuid: "s\(i)", metric: .steps, source: "watch", start: start,
                            end: Instant(nanoseconds: start.nanoseconds + 60 * Instant.nanosPerSecond), value: 10, zone: "UTC")
             samples.append(s)
-            batch.upserts.append((s, Int64(i)))
+            batch.upserts.append(.init(s, Int64(i)))
         }
         try shard.commit(batch)
         let counts = try shard.indexCounts()
@@ -343,13 +343,13 @@ func temporaryDirectory() throws -> String {
                           end: Instant(nanoseconds: start.nanoseconds + 60 * Instant.nanosPerSecond), value: 10, zone: "UTC")
         }
         var first = Shard.Batch(nextOffset: 300)
-        for i in 0..<300 { first.upserts.append((sample(i, day: Int64(i / 100)), Int64(i))) }
+        for i in 0..<300 { first.upserts.append(.init(sample(i, day: Int64(i / 100)), Int64(i))) }
         try shard.commit(first)
         var second = Shard.Batch(nextOffset: 600)
         var expected: [String: StoredEntry] = [:]
         for i in 0..<100 {
             let moved = sample(i, day: 5)
-            second.upserts.append((moved, Int64(300 + i)))
+            second.upserts.append(.init(moved, Int64(300 + i)))
             expected[moved.uuid] = .live(moved, seq: Int64(300 + i))
         }
         for i in 100..<180 {
@@ -359,7 +359,7 @@ func temporaryDirectory() throws -> String {
         for i in 180..<300 { expected["s\(i)"] = .live(sample(i, day: Int64(i / 100)), seq: Int64(i)) }
         for i in 300..<350 {
             let new = sample(i, day: 6)
-            second.upserts.append((new, Int64(300 + i)))
+            second.upserts.append(.init(new, Int64(300 + i)))
             expected[new.uuid] = .live(new, seq: Int64(300 + i))
         }
         second.storeLacks = Array(repeating: false, count: second.upserts.count)

@@ -95,7 +95,7 @@ import Testing
                     model.entries[uuid] = .tombstoned
                 default:
                     let s = Self.sample(i, day: Int(rng.next() % 20), version: seq)
-                    batch.upserts.append((s, seq))
+                    batch.upserts.append(.init(s, seq))
                     model.entries[uuid] = .live(s, seq: seq)
                 }
             }
@@ -121,10 +121,10 @@ import Testing
             case 0, 1:
                 // A new uuid, and the first one moved to the round's day.
                 let s = Self.sample(round, day: round)
-                batch.upserts.append((s, seq))
+                batch.upserts.append(.init(s, seq))
                 model.entries[s.uuid] = .live(s, seq: seq)
                 let moved = Self.sample(0, day: round + 1, version: seq + 1)
-                batch.upserts.append((moved, seq))
+                batch.upserts.append(.init(moved, seq))
                 model.entries[moved.uuid] = .live(moved, seq: seq)
             case 2:
                 batch.deletes.append(("ana", SampleUUID("s\(round - 1)")))
@@ -140,7 +140,7 @@ import Testing
         shard.maxIndexRuns = 2
         let last = Self.sample(999, day: 3)
         var batch = Shard.Batch(nextOffset: 100)
-        batch.upserts.append((last, 100))
+        batch.upserts.append(.init(last, 100))
         model.entries[last.uuid] = .live(last, seq: 100)
         try shard.commit(batch)
         #expect(try runCount(shard) == 0 && pageCount(shard) == 1)
@@ -158,7 +158,7 @@ import Testing
             var batch = Shard.Batch(nextOffset: Int64(round + 1))
             for i in (round * 100)..<(round * 100 + 100) {
                 let s = Self.sample(i, day: i % 9)
-                batch.upserts.append((s, Int64(i)))
+                batch.upserts.append(.init(s, Int64(i)))
                 model.entries[s.uuid] = .live(s, seq: Int64(i))
             }
             try spread.commit(batch)
@@ -173,7 +173,7 @@ import Testing
         var batch = Shard.Batch(nextOffset: 1)
         for i in 0..<(Shard.indexPageEntries + 64) {
             let s = Self.sample(i, day: i)
-            batch.upserts.append((s, Int64(i)))
+            batch.upserts.append(.init(s, Int64(i)))
             model.entries[s.uuid] = .live(s, seq: Int64(i))
         }
         try one.commit(batch)
@@ -191,13 +191,13 @@ import Testing
         var first = Shard.Batch(nextOffset: 10)
         for i in 0..<10 {
             let s = Self.sample(i, day: 1)
-            first.upserts.append((s, Int64(i)))
+            first.upserts.append(.init(s, Int64(i)))
             model.entries[s.uuid] = .live(s, seq: Int64(i))
         }
         try shard.commit(first)
         #expect(try runCount(shard) == 1)
         var second = Shard.Batch(nextOffset: 20)
-        second.upserts.append((Self.sample(3, day: 5, version: 1), 11))
+        second.upserts.append(.init(Self.sample(3, day: 5, version: 1), 11))
         second.deletes.append(("ana", SampleUUID("s4")))
         try shard.database.execute("CREATE TEMP TRIGGER boom BEFORE INSERT ON progress BEGIN SELECT RAISE(ABORT, 'boom'); END")
         #expect(throws: DatabaseError.self) { try shard.commit(second) }
@@ -224,7 +224,7 @@ import Testing
             var batch = Shard.Batch(nextOffset: 5)
             for i in 0..<600 {
                 let s = Self.sample(i, day: i % 7)
-                batch.upserts.append((s, Int64(i)))
+                batch.upserts.append(.init(s, Int64(i)))
                 model.entries[s.uuid] = .live(s, seq: Int64(i))
             }
             for i in 600..<650 {

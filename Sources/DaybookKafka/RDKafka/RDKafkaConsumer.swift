@@ -154,11 +154,21 @@ final class RDKafkaConsumer {
     }
 
     private func name(of rkt: OpaquePointer) -> String {
-        if let cached = topicNames[rkt] { return cached }
-        let name = String(cString: rd_kafka_topic_name(rkt))
-        topicNames[rkt] = name
+        // Nearly every message is of the topic before it: no dictionary (SipHash of the
+        // pointer, ~200 instructions a message).
+        if let last = lastTopic, last.handle == rkt { return last.name }
+        let name: String
+        if let cached = topicNames[rkt] {
+            name = cached
+        } else {
+            name = String(cString: rd_kafka_topic_name(rkt))
+            topicNames[rkt] = name
+        }
+        lastTopic = (rkt, name)
         return name
     }
+    /// The topic `name(of:)` answered last.
+    private var lastTopic: (handle: OpaquePointer, name: String)?
 
     func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
         try call(partitions, "pausing \(partitions)", kind: .state) { rd_kafka_pause_partitions(client.handle, $0) }
