@@ -34,7 +34,11 @@ public struct ProjectorOptions: Sendable {
     /// 128 partitions get 2 × 75,497,472 / (129 × 264) ≈ 4,434 ≥ 4,096 events, the minimum,
     /// and 64 partitions reach the minimum at 64 × 4,096 × 264 ≈ 66 MiB, under it.
     /// (96 MiB, committed all at once, gave 128 partitions batches of ~2,900 and a 4M-event
-    /// run a peak of 315 MiB; 48 gave ~1,900: 62k events/s against 77k.)
+    /// run a peak of 315 MiB; 48 gave ~1,900: 62k events/s against 77k.) A canonical uuid
+    /// is 16 bytes inside the slot (`SampleUUID`), so a log of UUIDs, as phones write them,
+    /// counts ~160 bytes an event and gets larger batches from the same budget; 48 MiB for
+    /// such a log moved the 4M/128 peak by less than runs of one setting differ (BENCHMARKS.md,
+    /// "Issue 26, eighth steps").
     public var stagingBytes = 72 << 20
     /// How long to wait for the cluster to answer at start-up before giving up. Default: 30 s.
     public var connectTimeout: Duration = .seconds(30)
