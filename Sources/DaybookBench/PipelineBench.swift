@@ -26,6 +26,8 @@ public enum PipelineBench {
         /// Events of the log the instruction counts are taken on (0: none); it has
         /// `instructionPartitions` partitions, so shard creation weighs as little as it can.
         public var callgrindEvents = 20_000
+        /// How the log's uuids are spelled (UUIDs by default, as phones write them).
+        public var uuids: SyntheticLog.UUIDs = .canonical
 
         public init() {}
     }
@@ -136,7 +138,7 @@ public enum PipelineBench {
         note("generating about \(NumberText.grouped(Double(settings.events))) events for \(settings.users) users (seed \(settings.seed))…")
         let log = work + "/events.jsonl", keyed = work + "/events.keyed", arrivalLog = work + "/events-arrival.jsonl"
         do {
-            let events = generate(events: settings.events, users: settings.users, seed: settings.seed)
+            let events = generate(events: settings.events, users: settings.users, seed: settings.seed, uuids: settings.uuids)
             f.events = events.count
             f.users = Set(events.lazy.map(\.user)).count
             f.logBytes = try writeLogs(events, log: log, keyed: keyed)
@@ -227,7 +229,7 @@ public enum PipelineBench {
                                     note: (String) -> Void, work: String) throws -> InstructionFigures {
         var figures = InstructionFigures()
         let log = work + "/events-callgrind.jsonl"
-        let events = SyntheticLog.arrivalOrder(generate(events: settings.callgrindEvents, users: settings.users, seed: settings.seed))
+        let events = SyntheticLog.arrivalOrder(generate(events: settings.callgrindEvents, users: settings.users, seed: settings.seed, uuids: settings.uuids))
         figures.events = events.count
         try writeLog(events, to: log)
         note("instructions: \(NumberText.grouped(Double(events.count))) events in arrival order, \(instructionPartitions) partitions, under callgrind…")
@@ -314,10 +316,10 @@ public enum PipelineBench {
     /// About `events` events from the bench generator, cut to exactly `events`: the
     /// generator makes whole days for every user (~350 events per user-day), so it is asked
     /// for enough days and the tail of the last users' days is dropped.
-    static func generate(events target: Int, users: Int, seed: Int) -> [Event] {
+    static func generate(events target: Int, users: Int, seed: Int, uuids: SyntheticLog.UUIDs = .canonical) -> [Event] {
         var days = max(1, Int((Double(target) / (350.0 * Double(users))).rounded(.up)))
         while true {
-            var generator = SyntheticLog(seed: UInt64(seed))
+            var generator = SyntheticLog(seed: UInt64(seed), uuids: uuids)
             // SyntheticLog makes samples / (330 × users) days.
             let events = generator.events(samples: days * 330 * users, users: users)
             if events.count >= target { return Array(events.prefix(target)) }

@@ -9,7 +9,7 @@ enum BenchCommand: Subcommand {
     static let name = "bench"
     static let abstract = "Measure throughput: the pipeline beside kcat (default), the core, or generate a log."
     static let usage = """
-    bench [pipeline] [--events N] [--partitions N] [--users N] [--seed N] [--config FILE] [--json]
+    bench [pipeline] [--events N] [--partitions N] [--users N] [--seed N] [--uuids canonical|names] [--config FILE] [--json]
            daybook bench core|generate [--samples N] [--users N] [--seed N] [--order user|arrival] [--uuids canonical|names]
     """
     static let options = [
@@ -22,7 +22,7 @@ enum BenchCommand: Subcommand {
         OptionSpec(name: "--users", value: "N", help: "Users to spread them over (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "Random seed, for repeatable data (default 1)."),
         OptionSpec(name: "--order", value: "ORDER", help: "generate: user (user by user, the default) or arrival (the same events by sync hour, users interleaved)."),
-        OptionSpec(name: "--uuids", value: "FORM", help: "generate: canonical (upper-case UUIDs, as HealthKit and Health Connect write them; the default) or names (user-3-0-259-watch, the logs measured before 2026-12-05)."),
+        OptionSpec(name: "--uuids", value: "FORM", help: "pipeline, generate: canonical (upper-case UUIDs, as HealthKit and Health Connect write them; the default) or names (user-3-0-259-watch, the logs measured before 2026-12-05)."),
     ]
     static let discussion = """
     PIPELINE (the default; 'bench pipeline' is the same) measures, in one run, on this
@@ -136,8 +136,12 @@ enum BenchCommand: Subcommand {
         let userCount = try arguments.integer("--users", default: 200, in: 1...1_000_000)
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int(Int32.max))
         let given = Set(arguments.values.keys).union(arguments.flags)
-        if mode != "generate", given.contains("--uuids") {
-            throw CLIError.usage("--uuids is for bench generate")
+        if mode == "core", given.contains("--uuids") {
+            throw CLIError.usage("--uuids is for bench generate and the pipeline bench")
+        }
+        let spelling = arguments.value("--uuids") ?? SyntheticLog.UUIDs.canonical.rawValue
+        guard let uuids = SyntheticLog.UUIDs(rawValue: spelling) else {
+            throw CLIError.usage("--uuids takes canonical or names, not \(TerminalText.escaped(spelling))")
         }
         if mode == "pipeline" {
             if given.contains("--samples") {
@@ -151,6 +155,7 @@ enum BenchCommand: Subcommand {
             settings.partitions = try arguments.integer("--partitions", default: settings.partitions, in: 1...1_000)
             settings.users = userCount
             settings.seed = seed
+            settings.uuids = uuids
             settings.config = arguments.value("--config")
             settings.callgrindEvents = try arguments.integer("--callgrind-events", default: settings.callgrindEvents, in: 0...2_000_000)
             do {
@@ -182,10 +187,6 @@ enum BenchCommand: Subcommand {
             let order = arguments.value("--order") ?? "user"
             guard order == "user" || order == "arrival" else {
                 throw CLIError.usage("--order takes user or arrival, not \(TerminalText.escaped(order))")
-            }
-            let spelling = arguments.value("--uuids") ?? SyntheticLog.UUIDs.canonical.rawValue
-            guard let uuids = SyntheticLog.UUIDs(rawValue: spelling) else {
-                throw CLIError.usage("--uuids takes canonical or names, not \(TerminalText.escaped(spelling))")
             }
             var generator = SyntheticLog(seed: UInt64(seed), uuids: uuids)
             var out = OutputBuffer()

@@ -8,7 +8,7 @@ import Foundation
 enum BenchReport {
     /// The JSON line's keys, in order (BENCHMARKS.md documents each).
     static let jsonKeys = [
-        "bench", "version", "events", "users", "partitions", "seed", "cores", "load_average", "log_bytes", "config",
+        "bench", "version", "events", "users", "partitions", "seed", "uuids", "cores", "load_average", "log_bytes", "config",
         "publish_seconds", "publish_events_per_s", "publish_peak_rss_mb",
         "kcat_produce_seconds", "kcat_produce_events_per_s",
         "raw_direct_seconds", "raw_direct_events_per_s",
@@ -43,7 +43,7 @@ enum BenchReport {
         }
         let ratios = f.ratios
         return [
-            "daybook bench: \(NumberText.grouped(n)) events (\(String(format: "%.1f", Double(f.logBytes) / 1e6)) MB of JSON lines, \(f.users) users, seed \(s.seed)), \(s.partitions) partitions, \(ProcessInfo.processInfo.activeProcessorCount) cores\(f.loadAverage.map { String(format: " (load %.2f at start)", $0) } ?? ""), daybook \(Version.string)\(s.config.map { ", project --config \(TerminalText.escaped($0))" } ?? "")",
+            "daybook bench: \(NumberText.grouped(n)) events (\(String(format: "%.1f", Double(f.logBytes) / 1e6)) MB of JSON lines, \(f.users) users, seed \(s.seed)\(s.uuids == .names ? ", uuids as names" : "")), \(s.partitions) partitions, \(ProcessInfo.processInfo.activeProcessorCount) cores\(f.loadAverage.map { String(format: " (load %.2f at start)", $0) } ?? ""), daybook \(Version.string)\(s.config.map { ", project --config \(TerminalText.escaped($0))" } ?? "")",
             "",
             NumberText.leftAligned("", 46) + NumberText.rightAligned("seconds", 8) + NumberText.rightAligned("events/s", 13) + NumberText.rightAligned("peak RSS", 11),
             row("daybook publish (validate, keyed, lz4)", f.publish.seconds, rate(f.publish.seconds), f.publish.peakRSSMegabytes),
@@ -85,6 +85,7 @@ enum BenchReport {
         let values: [String: String] = [
             "bench": "\"pipeline\"", "version": JSONWriter.quoted(Version.string),
             "events": "\(f.events)", "users": "\(f.users)", "partitions": "\(s.partitions)", "seed": "\(s.seed)",
+            "uuids": JSONWriter.quoted(s.uuids.rawValue),
             "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "log_bytes": "\(f.logBytes)",
             "load_average": f.loadAverage.map { String(format: "%.2f", $0) } ?? "null",
             "config": s.config.map(JSONWriter.quoted) ?? "null",

@@ -9,6 +9,29 @@ import Testing
 @Suite struct ArrivalOrderTests {
     let scratch = TemporaryDirectory()
 
+    /// `bench generate` spells uuids as phones do (upper-case UUIDs, one per sample, the same
+    /// in every run), or as the readable names of the logs measured before (`--uuids names`).
+    @Test func generatedUUIDsAreUUIDsUnlessNamesAreAsked() throws {
+        func uuids(_ extra: [String]) throws -> [String] {
+            let r = try Daybook.run(["bench", "generate", "--samples", "3000", "--users", "2"] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            return r.stdout.split(separator: "\n").filter { $0.contains("sample-added") }.compactMap { line in
+                line.range(of: #""uuid":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
+            }
+        }
+        let canonical = try uuids([])
+        #expect(canonical.count > 2_000 && Set(canonical).count == canonical.count)
+        let hex = Set("0123456789ABCDEF")
+        for u in canonical.prefix(200) {
+            let parts = u.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
+            #expect(parts == [8, 4, 4, 4, 12] && u.allSatisfy { $0 == "-" || hex.contains($0) }, "\(u)")
+        }
+        #expect(try uuids([]) == canonical, "the same uuids in every run")
+        #expect(try uuids(["--uuids", "names"]).first == "user-0-0-1-watch")
+        let bad = try Daybook.run(["bench", "generate", "--uuids", "lower"])
+        #expect(bad.status == 64 && bad.stderr.contains("--uuids takes canonical or names, not lower"))
+    }
+
     @Test(.timeLimit(.minutes(2))) func anInterleavedLogThroughAnEvictingCacheGivesTheRollupsTotals() throws {
         let generated = try Daybook.run(["bench", "generate", "--samples", "12000", "--users", "9", "--seed", "4", "--order", "arrival"])
         #expect(generated.status == 0, "\(generated.stderr)")

@@ -7,7 +7,7 @@ import Testing
 @Suite struct BenchCommandTests {
     /// The JSON line's keys, as BENCHMARKS.md and `daybook bench --help` document them.
     static let keys = [
-        "bench", "version", "events", "users", "partitions", "seed", "cores", "load_average", "log_bytes", "config",
+        "bench", "version", "events", "users", "partitions", "seed", "uuids", "cores", "load_average", "log_bytes", "config",
         "publish_seconds", "publish_events_per_s", "publish_peak_rss_mb",
         "kcat_produce_seconds", "kcat_produce_events_per_s",
         "raw_direct_seconds", "raw_direct_events_per_s",
