@@ -47,47 +47,45 @@ public struct SampleUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 
     /// The uuid of these UTF-8 bytes if they are a canonical UUID's text, else nil.
-    /// A table lookup per character (its value, whether it is a letter of either case, or
-    /// invalid), no branch per character: the reader calls this for every sample.
+    /// Eight characters at a time in one word (`hexWord`), no branch per character: the
+    /// reader calls this for every sample.
     public init?(canonical bytes: UnsafeBufferPointer<UInt8>) {
         guard bytes.count == 36, let p = bytes.baseAddress,
               p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-")
         else { return nil }
-        let parsed = SampleUUID.hexValues.withUnsafeBufferPointer { table -> (UInt64, UInt64, UInt8) in
-            var seen: UInt8 = 0
-            @inline(__always)
-            func digits(_ from: Int, _ count: Int, into word: inout UInt64) {
-                for k in from..<(from + count) {
-                    let entry = table[Int(p[k])]
-                    seen |= entry
-                    word = word << 4 | UInt64(entry & 15)
-                }
-            }
-            var high: UInt64 = 0, low: UInt64 = 0
-            digits(0, 8, into: &high)
-            digits(9, 4, into: &high)
-            digits(14, 4, into: &high)
-            digits(19, 4, into: &low)
-            digits(24, 12, into: &low)
-            return (high, low, seen)
-        }
-        let seen = parsed.2
-        // 0x80: a character that is no hex digit; 0x10 and 0x20: letters of both cases.
-        guard seen & 0x80 == 0, seen & 0x30 != 0x30 else { return nil }
-        form = seen & 0x20 != 0 ? .upper(parsed.0, parsed.1) : .lower(parsed.0, parsed.1)
+        let raw = UnsafeRawPointer(p)
+        @inline(__always) func load8(_ at: Int) -> UInt64 { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+        @inline(__always) func load4(_ at: Int) -> UInt64 { UInt64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self))) }
+        // 8-4-4-4-12: characters 0–7 | 9–12, 14–17 | 19–22, 24–27 | 28–35.
+        let a = SampleUUID.hexWord(load8(0)), b = SampleUUID.hexWord(load4(9) | load4(14) << 32)
+        let c = SampleUUID.hexWord(load4(19) | load4(24) << 32), d = SampleUUID.hexWord(load8(28))
+        let invalid = a.invalid | b.invalid | c.invalid | d.invalid
+        let lower = a.lower | b.lower | c.lower | d.lower, upper = (a.upper | b.upper | c.upper | d.upper) != 0
+        guard invalid == 0, lower == 0 || !upper else { return nil }
+        let high = UInt64(a.value) << 32 | UInt64(b.value), low = UInt64(c.value) << 32 | UInt64(d.value)
+        form = upper ? .upper(high, low) : .lower(high, low)
     }
 
-    /// Per byte: a hex digit's value, with 0x10 for a lower-case letter and 0x20 for an
-    /// upper-case one; 0xFF for any other byte.
-    private static let hexValues: [UInt8] = {
-        var table = [UInt8](repeating: 0xFF, count: 256)
-        for d in 0..<10 { table[48 + d] = UInt8(d) }
-        for l in 0..<6 {
-            table[97 + l] = UInt8(10 + l) | 0x10
-            table[65 + l] = UInt8(10 + l) | 0x20
-        }
-        return table
-    }()
+    /// Eight hex digits, the first in the lowest byte of `w`: their value (the first digit
+    /// the most significant), a mask that is 0 exactly when all eight are hex digits, and
+    /// masks of the lower- and upper-case letters among them. Bytewise compares without carries between bytes: a byte
+    /// under 0x80 with 0x80 set, less `c`, keeps its top bit exactly when it was ≥ `c`.
+    @inline(__always)
+    static func hexWord(_ w: UInt64) -> (value: UInt32, invalid: UInt64, lower: UInt64, upper: UInt64) {
+        let ones: UInt64 = 0x0101_0101_0101_0101, tops: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func atLeast(_ c: UInt64) -> UInt64 { ((w | tops) &- ones &* c) & tops }
+        let digit = atLeast(0x30) & ~atLeast(0x3A)
+        let upperLetter = atLeast(0x41) & ~atLeast(0x47)
+        let lowerLetter = atLeast(0x61) & ~atLeast(0x67)
+        let invalid = (w & tops) | ((digit | upperLetter | lowerLetter) ^ tops)
+        // A digit's low nibble is its value; a letter's is 1–6, and 9 more makes 10–15.
+        let letters = (upperLetter | lowerLetter) >> 7
+        let nibbles = (w & (ones &* 0x0F)) &+ letters &* 9
+        // Two digits a byte (the first high), then four bytes big-endian in 32 bits.
+        let pairs = ((nibbles << 4) | (nibbles >> 8)) & 0x00FF_00FF_00FF_00FF
+        let packed = UInt32(truncatingIfNeeded: (pairs | pairs >> 8) & 0xFFFF) | UInt32(truncatingIfNeeded: (pairs >> 32 | pairs >> 40) & 0xFFFF) << 16
+        return (packed.byteSwapped, invalid, lowerLetter, upperLetter)
+    }
 
     /// Per byte value, its two hex digits as one little-endian 16-bit word: lower case
     /// (entries 0–255), then upper case (256–511).

@@ -46,6 +46,43 @@ import Testing
         #expect(other.withUTF8 { SampleUUID(canonical: $0) } == nil)
     }
 
+    /// Every byte value at every digit's place, against a character-by-character reading:
+    /// the word-at-a-time parse accepts exactly the hex digits and reads their values.
+    @Test func everyByteAtEveryPlaceParsesAsACharacterByCharacterReadingDoes() {
+        func reference(_ bytes: [UInt8]) -> (UInt64, UInt64, Bool)? {
+            var words: [UInt64] = [0, 0], digits = 0, lower = false, upper = false
+            for (i, b) in bytes.enumerated() {
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard b == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let v: UInt8
+                switch b {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = b - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): v = b - UInt8(ascii: "a") + 10; lower = true
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = b - UInt8(ascii: "A") + 10; upper = true
+                default: return nil
+                }
+                words[digits / 16] = words[digits / 16] << 4 | UInt64(v)
+                digits += 1
+            }
+            return lower && upper ? nil : (words[0], words[1], upper)
+        }
+        for base in [Self.lower, Self.upper, "01234567-89ab-cdef-0123-456789abcdef", "00000000-0000-0000-0000-000000000000"] {
+            let original = Array(base.utf8)
+            for place in 0..<36 where ![8, 13, 18, 23].contains(place) {
+                for value in 0...255 {
+                    var bytes = original
+                    bytes[place] = UInt8(value)
+                    let parsed = bytes.withUnsafeBufferPointer { SampleUUID(canonical: $0) }
+                    let expected = reference(bytes)
+                    #expect(parsed?.canonical?.high == expected?.0 && parsed?.canonical?.low == expected?.1
+                            && parsed?.canonical?.upper == expected?.2, "byte \(value) at \(place) of \(base)")
+                }
+            }
+        }
+    }
+
     /// Equality, hashing and order agree with the texts, over random uuids of every form.
     @Test(arguments: Array(UInt64(1)...20))
     func equalityAndOrderAreThoseOfTheTexts(seed: UInt64) {
