@@ -337,26 +337,26 @@ enum SamplePack {
     /// pairs do); a reader always checks the uuid itself in the pack, so a shared hash costs
     /// the reading of another pack, never a wrong answer.
     static func hash(user: String, uuid: SampleUUID) -> Int64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        var user = user
-        user.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
-        h = (h ^ 0xff) &* 0x100_0000_01b3
         // A canonical uuid's text is written on the stack: the same bytes, no String.
-        uuid.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
-        h = NameHash.finalize(h)
-        return Int64(Int32(truncatingIfNeeded: h ^ h >> 32))
+        uuid.withUTF8 { hash(user: user, uuidBytes: $0) }
     }
 
     /// `hash(user:uuid:)` of a uuid's text.
     static func hash(user: String, uuid: String) -> Int64 {
+        var uuid = uuid
+        return uuid.withUTF8 { hash(user: user, uuidBytes: $0) }
+    }
+
+    /// FNV-1a over the user's UTF-8 bytes, 0xff, the uuid's bytes, then a finaliser, so that
+    /// uuids differing in their last characters spread over the key space. The user's bytes
+    /// are read from the String's own buffer (a native String hands its storage over without
+    /// a copy), without the `.utf8` view's per-byte bookkeeping.
+    private static func hash(user: String, uuidBytes: UnsafeBufferPointer<UInt8>) -> Int64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        // Over the strings' own UTF-8 buffers (a native String hands its storage over without
-        // a copy): the same bytes as `.utf8`, without the view's per-byte bookkeeping.
-        var user = user, uuid = uuid
+        var user = user
         user.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
         h = (h ^ 0xff) &* 0x100_0000_01b3
-        uuid.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
-        // A finaliser, so that uuids differing in their last characters spread over the key space.
+        for b in uuidBytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         h = NameHash.finalize(h)
         return Int64(Int32(truncatingIfNeeded: h ^ h >> 32))
     }
