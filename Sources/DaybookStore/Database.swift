@@ -77,7 +77,10 @@ public final class Database {
     /// Opens (or creates, with mode 0600) `path`.
     /// - Parameter create: false to open only an existing file (writable or not); a missing
     ///   one fails with `SQLITE_CANTOPEN` instead of becoming an empty database.
-    public init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
+    /// - Parameter pageSizeIfNew: the page size (a power of two, 512 to 65,536) of a database
+    ///   that has no page yet; an existing database keeps the one it was made with.
+    public init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5_000,
+                pageSizeIfNew: Int? = nil) throws(DatabaseError) {
         _ = Database.configured
         self.path = path
         if !readOnly, create, !FileManager.default.fileExists(atPath: path) {
@@ -105,6 +108,13 @@ public final class Database {
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         if !readOnly {
+            // Before WAL mode, which writes the first page: a WAL database keeps its page size.
+            if let pageSizeIfNew {
+                let pages = try statement("PRAGMA page_count")
+                let empty = try pages.step() && pages.int64(0) == 0
+                pages.reset()
+                if empty { try execute("PRAGMA page_size=\(pageSizeIfNew)") }
+            }
             try execute("PRAGMA journal_mode=WAL")
             try execute("PRAGMA synchronous=NORMAL")
         }

@@ -32,6 +32,15 @@ public final class Shard {
     func indexHash(_ user: String, _ uuid: SampleUUID) -> Int64 {
         uuidHashReplaced ? uuidHash(user, uuid.text) : SamplePack.hash(user: user, uuid: uuid)
     }
+    /// The page size of a shard this process creates. A shard's packs are blobs of 0.1 to 6 KB
+    /// (a (user, metric, day)'s samples) in a table without rowids, where a cell larger than a
+    /// quarter of a page goes on to overflow pages; the last overflow page of each is mostly
+    /// empty. Half of a 4 KiB-page shard's pack pages were empty (74.8 bytes per event on disk
+    /// on the bench's log of UUIDs); with 2 KiB pages, 57.0 (BENCHMARKS.md, "database pages").
+    /// A shard made before keeps its page size.
+    static let pageSize = 2048
+    /// Entries a page of the uuid index is cut to, for this shard's page size.
+    private(set) var indexPageEntries = Shard.indexPageEntries(pageSize: 4096)
     /// How many runs the uuid index holds before a commit merges them into its pages
     /// (`UUIDIndex.swift`; tests make it small).
     var maxIndexRuns = 8
@@ -216,7 +225,7 @@ public final class Shard {
         let directory = (path as NSString).deletingLastPathComponent
         lockDescriptor = try Shard.lock(path + ".lock", timeout: lockTimeout)
         do {
-            database = try Database(path: path)
+            database = try Database(path: path, pageSizeIfNew: Shard.pageSize)
             // A database with tables but none of ours is someone else's file: never write into it.
             let tables = try database.statement("SELECT count(*), count(CASE WHEN name = 'schema_migrations' THEN 1 END) FROM sqlite_master WHERE type = 'table'")
             // (firstRow finishes the read: an unfinished one would keep the migrations from dropping tables.)
@@ -224,6 +233,9 @@ public final class Shard {
                 throw ShardError(.notAShard, "\(path) is not a Daybook shard (an SQLite database with other tables). Move it out of \(directory) and restart: a missing shard is rebuilt from the log.")
             }
             try database.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
+            if let pageSize = try database.statement("PRAGMA page_size").firstRow({ $0.int64(0) }) {
+                indexPageEntries = Shard.indexPageEntries(pageSize: Int(pageSize))
+            }
             try database.migrate(Shard.migrations)
             try migrateEntriesToPacks()
             try migrateSampleDaysToPages()

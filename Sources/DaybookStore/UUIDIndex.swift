@@ -88,10 +88,12 @@ enum IndexBlob {
 }
 
 extension Shard {
-    /// Entries a page of `uuid_pages` is cut to: 4,032 bytes, the most one cell of a 4 KiB
-    /// database page holds without an overflow page (so a page fills a database page, and
-    /// reading it reads one). One hash's entries are never split across pages.
-    static let indexPageEntries = 336
+    /// Entries a page of `uuid_pages` is cut to in a database of `pageSize`-byte pages: the
+    /// most one cell of a database page holds without an overflow page, less 64 bytes (336
+    /// entries, 4,032 bytes, in a 4 KiB page; 165 in a 2 KiB page), so that a page of the index
+    /// fills a database page and reading it reads one. One hash's entries are never split
+    /// across pages, and a lookup does not depend on where pages were cut.
+    static func indexPageEntries(pageSize: Int) -> Int { max(1, (pageSize - 64) / IndexBlob.width) }
 
     static let floorPage = "SELECT first_hash, entries FROM uuid_pages WHERE first_hash <= ? ORDER BY first_hash DESC LIMIT 1"
     static let nextPage = "SELECT first_hash FROM uuid_pages WHERE first_hash > ? ORDER BY first_hash LIMIT 1"
@@ -259,7 +261,7 @@ extension Shard {
             var start = 0
             var pageKey = key
             while start < merged.count {
-                var stop = min(start + Shard.indexPageEntries, merged.count)
+                var stop = min(start + indexPageEntries, merged.count)
                 while stop < merged.count, merged[stop].hash == merged[stop - 1].hash { stop += 1 }
                 try put.bind(1, pageKey)
                 try put.bind(2, blob: try IndexBlob.encode(merged[start..<stop], path: path))

@@ -46,6 +46,27 @@ import Testing
         #expect(a.contains("migration \(DeadLetterMarks.supersededMigrationName)") && !a.contains { $0.hasPrefix("table entries") })
     }
 
+    static func pageSize(_ db: Database) throws -> Int64? {
+        try db.statement("PRAGMA page_size").firstRow { $0.int64(0) }
+    }
+
+    /// A new shard is made of `Shard.pageSize` pages, and its uuid index is cut to fit them
+    /// (165 entries of 12 bytes in 2 KiB); a shard made of 4 KiB pages, as every shard before
+    /// this page size was, keeps them and its cut of 336 entries.
+    @Test func aNewShardHasSmallPagesAndAnOldOneKeepsItsOwn() throws {
+        let fresh = try Shard(path: scratch.path + "/fresh.sqlite", topic: "t", partition: 0, fingerprint: "f")
+        #expect(try Self.pageSize(fresh.database) == 2048 && Shard.pageSize == 2048)
+        #expect(fresh.indexPageEntries == 165)
+
+        let oldPath = scratch.path + "/old.sqlite"
+        let old = try Database(path: oldPath, pageSizeIfNew: 4096)
+        try old.migrate(Shard.migrations)
+        #expect(try Self.pageSize(old) == 4096)
+        let reopened = try Shard(path: oldPath, topic: "t", partition: 0, fingerprint: "f")
+        #expect(try Self.pageSize(reopened.database) == 4096)
+        #expect(reopened.indexPageEntries == 336)
+    }
+
     @Test func aNewShardIsCreatedOnlyOnce() throws {
         let path = scratch.path + "/once.sqlite"
         let db = try Database(path: path)

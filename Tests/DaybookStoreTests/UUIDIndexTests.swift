@@ -171,7 +171,7 @@ import Testing
         one.maxIndexRuns = 1
         model = Model()
         var batch = Shard.Batch(nextOffset: 1)
-        for i in 0..<(Shard.indexPageEntries + 64) {
+        for i in 0..<(one.indexPageEntries + 64) {
             let s = Self.sample(i, day: i)
             batch.upserts.append(.init(s, Int64(i)))
             model.entries[s.uuid] = .live(s, seq: Int64(i))
