@@ -115,21 +115,13 @@ extension Shard {
         var unvouched = deleteHashes
         for i in upserts.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
-        // By index over the array's storage, each sample copied out once: a field read
-        // through the buffer is copied again at every call it is passed to.
+        // By index over the array's storage, each sample borrowed where it lies (`write`): a
+        // copy of a sample retains its Strings and releases them again.
         try upserts.withUnsafeBufferPointer { upserts in
             for i in upserts.indices {
-                let hash = upsertHashes[i], seq = upserts[i].seq
-                let sample = upserts[i].sample
-                let place = try work.locate(user: sample.user, uuid: sample.compactUUID, hash: hash, storeLacks: vouched[i])
-                if let old = place.pack { try work.remove(sample.compactUUID, of: sample.user, from: old, hash: hash) }
-                if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.compactUUID, hash: hash) }
-                let start = sample.start.nanoseconds, end = sample.end.nanoseconds
-                let key = PackKey(user: sample.user, metric: sample.metric.storageCode, day: SamplePack.day(ofStart: start))
-                try work.insert(PackedSample(uuid: sample.compactUUID, source: try nameID(sample.source), start: start, end: end,
-                                             value: sample.value, zone: try nameID(sample.zone), seq: seq, version: sample.version),
-                                of: sample.user, into: key, hash: hash)
-                longest = max(longest, end - start)
+                let span = try write(upserts[i].sample, seq: upserts[i].seq, hash: upsertHashes[i], vouched: vouched[i],
+                                     into: &work, nameID: nameID)
+                longest = max(longest, span)
             }
         }
         for (i, (user, uuid)) in deletes.enumerated() {
@@ -140,6 +132,21 @@ extension Shard {
         }
         try work.write()
         return longest
+    }
+
+    /// Puts one upserted sample in its pack (out of any pack or tombstone it was in); returns
+    /// its span (end − start).
+    private func write(_ sample: borrowing Sample, seq: Int64, hash: Int64, vouched: Bool, into work: inout PackWork,
+                       nameID: (String) throws -> Int64) throws -> Int64 {
+        let place = try work.locate(user: sample.user, uuid: sample.compactUUID, hash: hash, storeLacks: vouched)
+        if let old = place.pack { try work.remove(sample.compactUUID, of: sample.user, from: old, hash: hash) }
+        if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.compactUUID, hash: hash) }
+        let start = sample.start.nanoseconds, end = sample.end.nanoseconds
+        let key = PackKey(user: sample.user, metric: sample.metric.storageCode, day: SamplePack.day(ofStart: start))
+        try work.insert(PackedSample(uuid: sample.compactUUID, source: try nameID(sample.source), start: start, end: end,
+                                     value: sample.value, zone: try nameID(sample.zone), seq: seq, version: sample.version),
+                        of: sample.user, into: key, hash: hash)
+        return end - start
     }
 
     /// The stored samples after `cursor`, whole packs at a time until at least `limit`, each
