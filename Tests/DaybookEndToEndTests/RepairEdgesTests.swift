@@ -188,8 +188,10 @@ import Testing
     @Test func rebuildAndVerifyOnAFullDiskSayWhatTheyLeaveAndHowToFreeIt() throws {
         let (broker, data) = try RoughEdgesTests.projected(in: scratch)
         defer { _ = broker.stop() }
-        // A file-size limit makes SQLite's writes fail (EFBIG → SQLITE_FULL) like a full disk.
-        let full = "ulimit -f 64; trap '' XFSZ"
+        // A file-size limit makes SQLite's writes fail (EFBIG → SQLITE_FULL) like a full disk:
+        // 32 KiB (bash counts 1,024-byte blocks), below what a new shard writes (19 pages of
+        // 2 KiB, ~39 KiB in its WAL) and above every other file the commands write.
+        let full = "ulimit -f 32; trap '' XFSZ"
         let rebuild = try DaybookProcess(["rebuild", "--brokers", broker.bootstrap, "--data", data], preamble: full)
         #expect(rebuild.wait(seconds: 60) == 74, "\(rebuild.stderr)")
         #expect(rebuild.stderr.contains("the live projection is untouched. The staged generation \(data)/gen-000001 keeps what it wrote"), "\(rebuild.stderr)")
