@@ -78,12 +78,10 @@ public final class ShardProjection {
         // A run of one (user, source) pair's samples, merged into `batch.sync` once the pair
         // changes: a sync delivers many samples of one source, and merging is order-free
         // (`SourceSync.merge`), so the batch's table is probed once per run, not per event.
-        var run: SourceSync?
-        func endRun() {
-            guard let done = run else { return }
-            batch.sync[SyncKey(user: done.user, source: done.source), default: SourceSync(user: done.user, source: done.source)].merge(done)
-            run = nil
-        }
+        // Not an optional: binding the run out of one copied it, through the runtime's generic
+        // witnesses (~250 instructions an event).
+        var run = SourceSync(user: "", source: "")
+        var running = false
         // Each staged event's fields are read where the batch holds them (`Ledger.Staged` is
         // flat for this): only a changed sample is copied, into the store's batch.
         events.withUnsafeBufferPointer { events in
@@ -104,13 +102,12 @@ public final class ShardProjection {
                                                uuidHash: i < uuidHashes.count ? uuidHashes[i] : nil)
                     }
                     if recordingSync {
-                        if let current = run, NameHash.sameBytes(current.user, sample.user), NameHash.sameBytes(current.source, sample.source) {
-                            // the same pair as the event before
-                        } else {
-                            endRun()
+                        if !running || !NameHash.sameBytes(run.user, sample.user) || !NameHash.sameBytes(run.source, sample.source) {
+                            if running { Self.merge(run, into: &batch) }
                             run = SourceSync(user: sample.user, source: sample.source)
+                            running = true
                         }
-                        run?.note(sample, deliveredAt: events[i].deliveredAt)
+                        run.note(sample, deliveredAt: events[i].deliveredAt)
                     }
                     if changed {
                         batch.upserts.append(Shard.Upsert(sample: sample, seq: position)) // its last use: moved, not copied
@@ -132,7 +129,7 @@ public final class ShardProjection {
                 }
             }
         }
-        endRun()
+        if running { Self.merge(run, into: &batch) }
         outcome.applied += events.count
         outcome.staleResends = ledger.staleResendCount - staleBefore
         batch.rows = ledger.recompute(dirty.keys)
@@ -148,6 +145,11 @@ public final class ShardProjection {
         outcome.cacheEvictions = ledger.cacheEvictions - cacheBefore.evictions
         outcome.rows = batch.rows
         return outcome
+    }
+
+    /// Merges a run of one (user, source) pair's samples into the batch's sync state.
+    private static func merge(_ run: SourceSync, into batch: inout Shard.Batch) {
+        batch.sync[SyncKey(user: run.user, source: run.source), default: SourceSync(user: run.user, source: run.source)].merge(run)
     }
 
     private func fail() {
