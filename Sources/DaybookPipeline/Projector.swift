@@ -213,38 +213,22 @@ public final class Projector: RebalanceHandler {
     }
 
     /// Sorts this poll's messages of the topic by partition; returns what the machine reads of the poll.
-    private func sort(_ events: consuming [ConsumerEvent], into messages: inout [Int32: [ConsumedMessage]]) -> PolledBatch {
+    private func sort(_ events: [ConsumerEvent], into messages: inout [Int32: [ConsumedMessage]]) -> PolledBatch {
         var batch = PolledBatch()
-        // A poll returns each partition's messages in runs: a run's array is taken out of the
-        // table once and appended to in place, not looked up per message. Each event is moved
-        // out of the poll's array (this call's own) for one of no heap, never copied.
-        var run: [ConsumedMessage] = []
-        var runPartition: Int32?
-        events.withUnsafeMutableBufferPointer { events in
-            for i in events.indices {
-                var event = ConsumerEvent.endOfPartition(TopicPartition("", 0), offset: 0)
-                swap(&event, &events[i])
-                switch consume event {
-                case .message(let m) where m.topicPartition.topic == options.topic:
-                    let partition = m.topicPartition.partition
-                    if partition != runPartition {
-                        if let done = runPartition { messages[done] = run }
-                        run = messages.removeValue(forKey: partition) ?? []
-                        runPartition = partition
-                    }
-                    run.append(m)
-                case .endOfPartition(let tp, let offset):
-                    batch.ends[tp.partition] = offset
-                case .offsetOutOfRange(let tp, let offset) where tp.topic == options.topic:
-                    batch.outOfRange[tp.partition] = batch.outOfRange[tp.partition] ?? offset
-                case .error(let e):
-                    logger.warning("consumer: \(e)")
-                default:
-                    break
-                }
+        for event in events {
+            switch event {
+            case .message(let m) where m.topicPartition.topic == options.topic:
+                messages[m.topicPartition.partition, default: []].append(m)
+            case .endOfPartition(let tp, let offset):
+                batch.ends[tp.partition] = offset
+            case .offsetOutOfRange(let tp, let offset) where tp.topic == options.topic:
+                batch.outOfRange[tp.partition] = batch.outOfRange[tp.partition] ?? offset
+            case .error(let e):
+                logger.warning("consumer: \(e)")
+            default:
+                break
             }
         }
-        if let done = runPartition { messages[done] = run }
         batch.offsets = messages.mapValues { $0.map(\.offset) }
         return batch
     }
