@@ -115,14 +115,13 @@ extension Shard {
         var unvouched = deleteHashes
         for i in upserts.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
-        // By index over the array's storage, each sample borrowed where it lies (`write`): a
-        // copy of a sample retains its Strings and releases them again.
-        try upserts.withUnsafeBufferPointer { upserts in
-            for i in upserts.indices {
-                let span = try write(upserts[i].sample, seq: upserts[i].seq, hash: upsertHashes[i], vouched: vouched[i],
-                                     into: &work, nameID: nameID)
-                longest = max(longest, span)
-            }
+        // Each sample borrowed where the array holds it (`write`): a copy of a sample retains
+        // its Strings and releases them again. Through the array, not an unsafe buffer: read
+        // through a pointer, the whole upsert was copied for the call.
+        for i in upserts.indices {
+            let span = try write(upserts[i].sample, seq: upserts[i].seq, hash: upsertHashes[i], vouched: vouched[i],
+                                 into: &work, nameID: nameID)
+            longest = max(longest, span)
         }
         for (i, (user, uuid)) in deletes.enumerated() {
             let hash = deleteHashes[i]
