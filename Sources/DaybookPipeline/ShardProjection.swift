@@ -78,8 +78,8 @@ public final class ShardProjection {
         // A run of one (user, source) pair's samples, merged into `batch.sync` once the pair
         // changes: a sync delivers many samples of one source, and merging is order-free
         // (`SourceSync.merge`), so the batch's table is probed once per run, not per event.
-        // Not an optional: binding the run out of one copied it, through the runtime's generic
-        // witnesses (~250 instructions an event).
+        // Not an optional: binding the run out of one copied it at every event (the copy left
+        // the profile; the count moved less than between two runs).
         var run = SourceSync(user: "", source: "")
         var running = false
         // Each staged event's fields are read where the batch holds them (`Ledger.Staged` is

@@ -105,7 +105,7 @@ extension Shard {
                       nameID: (String) throws -> Int64) throws -> Int64 {
         var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
         var longest: Int64 = 0
-        // By index over the array's storage: a closure over each (sample, seq) pair copies it.
+        // By index over the array's storage: a closure over each upsert copies it.
         let upsertHashes = upserts.withUnsafeBufferPointer { upserts in
             upserts.indices.map { indexHash(upserts[$0].sample.user, upserts[$0].sample.compactUUID) }
         }

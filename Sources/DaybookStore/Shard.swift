@@ -36,7 +36,8 @@ public final class Shard {
     /// (a (user, metric, day)'s samples) in a table without rowids, where a cell larger than a
     /// quarter of a page goes on to overflow pages; the last overflow page of each is mostly
     /// empty. Half of a 4 KiB-page shard's pack pages were empty (74.8 bytes per event on disk
-    /// on the bench's log of UUIDs); with 2 KiB pages, 57.0 (BENCHMARKS.md, "database pages").
+    /// on the issue's log spelled with UUIDs); with 2 KiB pages, 57.0 (BENCHMARKS.md, "Issue 26,
+    /// ninth steps").
     /// A shard made before keeps its page size.
     static let pageSize = 2048
     /// Entries a page of the uuid index is cut to, for this shard's page size.

@@ -91,9 +91,7 @@ public enum NameHash {
     /// same storage with the same count and flags). False says nothing.
     @inline(__always)
     public static func sameRepresentation(_ a: String, _ b: String) -> Bool {
-        guard MemoryLayout<String>.size == 16 else { return false }
-        let x = unsafeBitCast(a, to: (UInt64, UInt64).self), y = unsafeBitCast(b, to: (UInt64, UInt64).self)
-        return x.0 == y.0 && x.1 == y.1
+        Representation.available && Representation(a) == Representation(b)
     }
 
     private static func sameBytesByContent(_ a: String, _ b: String) -> Bool {

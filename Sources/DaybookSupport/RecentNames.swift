@@ -38,7 +38,7 @@ public struct RecentNames<Value> {
     /// Two passes: the same 16 bytes first (a memo's names are recognised by their storage,
     /// without counting or comparing a byte of a name that is not it), then the bytes.
     /// Mutating only so that a caller's stored table is read in place: a copy of this struct
-    /// for the call retained and released its arrays (~150 instructions a call). Inlinable,
+    /// for the call retained and released its arrays at every call. Inlinable,
     /// so that a caller's `Value` is specialized: the generic form looked up metadata at
     /// every call.
     @inlinable
