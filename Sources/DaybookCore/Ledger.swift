@@ -107,7 +107,8 @@ public final class Ledger {
         public var kind: Kind
 
         /// (The profile still shows one copy of the staged form made here, ~280 instructions
-        /// an event; marking the init `@inlinable` did not remove it.)
+        /// an event; marking the init `@inlinable` did not remove it, and neither did reading
+        /// the bytes straight into this form: the copy moved into the reader's return.)
         public init(event: consuming Event, position: Int64, deliveredAt: Instant? = nil) {
             let zero = Instant(nanoseconds: 0)
             // Each field set on its own (a tuple assignment builds the tuple, then copies it).
@@ -176,8 +177,8 @@ public final class Ledger {
                 let metric = events[i].sample.metric
                 added = (metric, Ledger.loadRange(start: events[i].sample.start.nanoseconds, end: events[i].sample.end.nanoseconds, metric: metric))
             }
-            let isNew = cachedUser(userID) == nil
-            let state = user(userID)
+            var isNew = false
+            let state = user(userID, created: &isNew)
             // A user the store has nothing of is wholly in the cache from now until evicted:
             // every row of theirs is written through this ledger.
             if isNew {
@@ -346,7 +347,7 @@ public final class Ledger {
         touched.removeAll(keepingCapacity: true)
         guard store != nil, cachedBytes > cacheBudgetBytes else { return }
         let target = cacheBudgetBytes / 4 * 3
-        lastUser = nil
+        recentUsers = RecentNames(capacity: Ledger.recentUserCount)
         // Each window names its user by its place in `states`: no user id is copied or hashed.
         let states = Array(users.values)
         var windows: [(use: UInt64, user: Int32, metric: Metric, day: Int32)] = []
@@ -357,12 +358,15 @@ public final class Ledger {
         }
         windows.sort { $0.use < $1.use }
         var shrunk: [ObjectIdentifier: UserState] = [:]
+        var dropped: [SampleUUID] = []
         for w in windows {
             guard cachedBytes > target else { break }
             let state = states[Int(w.user)]
             guard var m = state.metrics[w.metric] else { continue }
             state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
-            for uuid in m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones) {
+            dropped.removeAll(keepingCapacity: true)
+            m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones, dropped: &dropped)
+            for uuid in dropped {
                 let key = UUIDKey(uuid)
                 state.uuids[key] = nil
                 // The store holds it now: remembered by its hash, so that a uuid the user
@@ -408,7 +412,7 @@ public final class Ledger {
     /// Forgets everything cached (after a failed write, the cache may be ahead of the store).
     public func dropCache() {
         guard store != nil else { return }
-        lastUser = nil
+        recentUsers = RecentNames(capacity: Ledger.recentUserCount)
         users.removeAll()
         touched.removeAll()
         cachedBytes = 0
@@ -576,29 +580,41 @@ public final class Ledger {
     /// The cached state of user `id`, if any. A batch's events come user by user: the last
     /// user asked for is answered without hashing the id again.
     private func cachedUser(_ id: String) -> UserState? {
-        // Bytes, as `NameKey` compares (String's == would walk Unicode equivalence).
-        if let last = lastUser, NameHash.sameBytes(last.id, id) { return last.state }
-        return users[NameKey(id)]
+        // Bytes, as `NameKey` compares (String's == would walk Unicode equivalence); a
+        // batch's names share their storage, so a recent one is matched by its words.
+        if let state = recentUsers.value(of: id) { return state }
+        guard let state = users[NameKey(id)] else { return nil }
+        recentUsers.note(id, state)
+        return state
     }
 
     private func user(_ id: String) -> UserState {
+        var created = false
+        return user(id, created: &created)
+    }
+
+    /// The user's state, made (and `created` set) if the cache has none.
+    private func user(_ id: String, created: inout Bool) -> UserState {
         let state: UserState
         if let existing = cachedUser(id) {
             state = existing
         } else {
             state = UserState()
             users[NameKey(id)] = state
+            recentUsers.note(id, state)
+            created = true
         }
         if store != nil, state.lastUse != clock {
             state.lastUse = clock
             touched.append(state)
         }
-        lastUser = (id, state)
         return state
     }
 
-    /// The user `user(_:)` returned last (dropped with the cache).
-    private var lastUser: (id: String, state: UserState)?
+    /// The users `cachedUser` answered last (forgotten whenever users leave the cache):
+    /// a partition's events name a few users over and over.
+    private var recentUsers = RecentNames<UserState>(capacity: Ledger.recentUserCount)
+    private static let recentUserCount = 8
 
     @discardableResult
     private func remove(uuid uuidKey: UUIDKey, from state: UserState, userID: String, dirty: inout DirtyDays) -> Bool {
@@ -984,29 +1000,48 @@ private struct MetricState {
     }
 
     /// Forgets that `day` is loaded, and every record none of whose days is loaded any more
-    /// (a record reaching into a loaded day stays: that day needs it). Returns the uuids of
-    /// the records dropped: the cache no longer knows them.
-    mutating func evict(_ day: Int32, cumulative: Bool, zones: [ZoneRules]) -> [SampleUUID] {
+    /// (a record reaching into a loaded day stays: that day needs it). Appends the uuids of
+    /// the records dropped to `dropped`: the cache no longer knows them.
+    ///
+    /// Each bucket under `day` is rewritten in place as it is walked: a record leaving is
+    /// found and removed with one probe of `records`, its seq is not kept and its zone count
+    /// drops. Only a record that also lies in another bucket (a cumulative sample across
+    /// UTC midnight) is gathered for that bucket, which is then rewritten once (removing
+    /// records one by one searches a bucket for each: quadratic in a day's samples).
+    mutating func evict(_ day: Int32, cumulative: Bool, zones: [ZoneRules], dropped: inout [SampleUUID]) {
         dayUse[day] = nil
-        var dropped: [SampleUUID] = []
-        // Per bucket day, the seqs leaving it and their zones: each bucket is rewritten once
-        // (removing records one by one searches a bucket for each: quadratic in a day's samples).
-        var leaving = IntTable<Int32, [(seq: Int64, zone: Int32)]>()
+        var elsewhere = IntTable<Int32, [(seq: Int64, zone: Int32)]>()
         // Records found under `day`: cumulative buckets are UTC days; heart rate's are civil
         // days, within a day of the UTC day of the start.
         for bucketDay in cumulative ? day...day : (day - 1)...(day + 1) {
-            guard let bucket = buckets[bucketDay] else { continue }
-            for seq in bucket.seqs {
-                guard let r = records[seq] else { continue }
-                if !cumulative, MetricState.loadDays(start: r.start, end: r.end, cumulative: false).lowerBound != day { continue }
-                guard !MetricState.loadDays(start: r.start, end: r.end, cumulative: cumulative).contains(where: isLoaded) else { continue }
-                records[seq] = nil
-                for d in bucketDays(of: r, cumulative: cumulative, zones: zones) { leaving[d, default: []].append((seq, r.zone)) }
+            // Taken out while it changes, so that its arrays are not copied on write.
+            guard var bucket = buckets.removeValue(forKey: bucketDay) else { continue }
+            var kept = 0
+            for k in bucket.seqs.indices {
+                let seq = bucket.seqs[k]
+                guard let place = records.place(of: seq) else {
+                    bucket.seqs[kept] = seq
+                    kept += 1
+                    continue
+                }
+                let (start, end) = records.withValue(at: place) { ($0.start, $0.end) }
+                let days = MetricState.loadDays(start: start, end: end, cumulative: cumulative)
+                if (!cumulative && days.lowerBound != day) || days.contains(where: isLoaded) {
+                    bucket.seqs[kept] = seq
+                    kept += 1
+                    continue
+                }
+                let r = records.remove(at: place)
+                bucket.uncount(zone: r.zone)
+                if days.count > 1 { // only cumulative samples lie in more than one bucket
+                    for d in days where d != bucketDay { elsewhere[d, default: []].append((seq, r.zone)) }
+                }
                 dropped.append(r.uuid)
             }
+            bucket.seqs.removeLast(bucket.seqs.count - kept)
+            if kept > 0 { buckets[bucketDay] = bucket }
         }
-        leaving.forEach { d, gone in removeFromBucket(d, gone) }
-        return dropped
+        elsewhere.forEach { d, gone in removeFromBucket(d, gone) }
     }
 
     /// The UTC days a sample from `start` to `end` is found under when loading from a
@@ -1029,6 +1064,13 @@ private struct MetricState {
             } else {
                 zones.append((r.zone, 1))
             }
+        }
+
+        /// One sample fewer recorded in `zone`.
+        mutating func uncount(zone: Int32) {
+            guard let k = zones.firstIndex(where: { $0.zone == zone }) else { return }
+            zones[k].count -= 1
+            if zones[k].count == 0 { zones.remove(at: k) }
         }
     }
 
@@ -1079,12 +1121,7 @@ private struct MetricState {
             for (seq, _) in leaving { seqs[seq] = () }
             bucket.seqs.removeAll { seqs[$0] != nil }
         }
-        for (_, zone) in leaving {
-            if let k = bucket.zones.firstIndex(where: { $0.zone == zone }) {
-                bucket.zones[k].count -= 1
-                if bucket.zones[k].count == 0 { bucket.zones.remove(at: k) }
-            }
-        }
+        for (_, zone) in leaving { bucket.uncount(zone: zone) }
         if !bucket.seqs.isEmpty { buckets[day] = bucket }
     }
 
@@ -1138,6 +1175,13 @@ struct IntTable<Key: FixedWidthInteger, Value> {
     var values: Dictionary<Slot, Value>.Values { storage.values }
 
     mutating func removeValue(forKey key: Key) -> Value? { storage.removeValue(forKey: Slot(key: key)) }
+
+    /// Where `key` sits in the table (one probe), for `withValue(at:)` and `remove(at:)`
+    /// without probing again; valid until the table changes.
+    typealias Place = Dictionary<Slot, Value>.Index
+    func place(of key: Key) -> Place? { storage.index(forKey: Slot(key: key)) }
+    func withValue<R>(at place: Place, _ body: (borrowing Value) -> R) -> R { body(storage.values[place]) }
+    mutating func remove(at place: Place) -> Value { storage.remove(at: place).value }
 
     /// Sets the value of `key` if the table holds it (one probe); returns whether it did.
     mutating func replaceExisting(_ key: Key, with value: Value) -> Bool {
