@@ -228,6 +228,22 @@ public final class KafkaConsumer {
     /// The high watermark last seen in a fetch (free; may lag behind the broker).
     public func cachedHighWatermark(_ tp: TopicPartition) -> Int64? { core.cachedHighWatermark(tp) }
 
+    /// Makes librdkafka look again, now, at whether to fetch `partitions`; returns how many
+    /// brokers it asked.
+    ///
+    /// librdkafka 2.0 (Debian 12's) stops fetching once the consumer's queue holds
+    /// `queued.max.messages.kbytes`, and looks again only when the broker's thread next
+    /// wakes: after up to a second with nothing else to do (librdkafka issue 2879; 2.3 added
+    /// `fetch.queue.backoff.ms`). A reader that drains the queue faster than that waits for
+    /// the rest of the second. A request to a broker wakes its thread, which then fetches for
+    /// every partition whose queue has room: this asks the watermarks of one partition per
+    /// leader (its leaders read from the metadata when one is not known, at most every 10 s)
+    /// and drops the answers. Each request waits up to `timeoutMilliseconds`.
+    @discardableResult
+    public func wakeFetchers(of partitions: [TopicPartition], timeoutMilliseconds: Int32 = 200) -> Int {
+        core.wakeFetchers(of: partitions, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     /// The number of partitions of `topic`, from the cluster's metadata.
     public func partitionCount(_ topic: String, timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> Int {
         guard let n = try core.client.topicPartitionCounts(timeoutMilliseconds: timeoutMilliseconds)[topic] else {

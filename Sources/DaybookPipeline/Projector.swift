@@ -32,6 +32,8 @@ public final class Projector: RebalanceHandler {
     let reports = DeadLetterReports()
     var workers: [Int32: PartitionWorker] = [:]
     var machine: ProjectorStateMachine
+    /// When to wake librdkafka's fetchers after a poll.
+    var fetchWake = FetchWake()
     /// Record the keys of recomputed rows in the summary (the demo shows them).
     public var recordChangedKeys = false
     /// What this projector has done so far: the summary's counts, batch times and the newest
@@ -144,6 +146,10 @@ public final class Projector: RebalanceHandler {
         followStandbysAcrossGenerations()
         machine.polling()
         let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
+        if fetchWake.afterPoll(read: events.count, asked: options.batchSize, now: .now, behind: anyPartitionBehind) {
+            statistics.fetcherWakes += 1
+            consumer.wakeFetchers(of: workers.values.map(\.partition).sorted())
+        }
         if let e = try perform(machine.heard(anything: !events.isEmpty, now: .now), into: &summary) { return e }
         // What the group changed during this poll is acted on before its messages count:
         // a revoked partition's messages are not applied, and neither is what was read of
@@ -210,6 +216,12 @@ public final class Projector: RebalanceHandler {
             PartitionFacts(next: w.shard.nextOffset, stagedEnd: w.stagedEnd, stagedCount: w.stagedCount, stagedBytes: w.stagedBytes,
                            stagedSince: w.stagedSince, end: w.endOffset, stop: w.stopOffset, highAtStart: highAtStart[w.partition.partition])
         }
+    }
+
+    /// Whether a worker's partition has messages it has not read, by the high watermark of
+    /// the last fetch (no broker asked).
+    private func anyPartitionBehind() -> Bool {
+        workers.values.contains { w in (consumer.cachedHighWatermark(w.partition) ?? 0) > w.expectedNext }
     }
 
     /// Sorts this poll's messages of the topic by partition; returns what the machine reads of the poll.

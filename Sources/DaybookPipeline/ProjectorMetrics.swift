@@ -93,6 +93,8 @@ public struct ProjectorMetrics {
                   value: s.cacheMisses, labels: t)
         m.counter("daybook_state_cache_evictions_total", help: "(user, metric, UTC day) windows dropped from the state cache to fit state.cache_mb, coldest first, since the projector started (their samples stay in the shard).",
                   value: s.cacheEvictions, labels: t)
+        m.counter("daybook_fetcher_wakes_total", help: "Times the projector woke librdkafka's fetchers after a short poll while a partition was behind (librdkafka 2.0 otherwise looks again up to a second later), since the projector started.",
+                  value: s.fetcherWakes, labels: t)
         m.counter("daybook_row_updates_total", help: "Per-day total rows (user, metric, day) recomputed since the projector started.", value: s.rowsChanged, labels: t)
         m.histogram("daybook_batch_duration_seconds", help: "Time to apply one poll's messages to their shards (partitions in parallel, one transaction each).",
                     s.batchSeconds, labels: t)

@@ -22,6 +22,9 @@ public struct ProjectorStatistics: Sendable {
     public var cacheHits = 0
     public var cacheMisses = 0
     public var cacheEvictions = 0
+    /// Times the projector woke librdkafka's fetchers after a short poll while behind
+    /// (`FetchWake`, `KafkaConsumer.wakeFetchers`).
+    public var fetcherWakes = 0
     /// One observation per batch: a poll's messages applied to their shards (partitions
     /// in parallel, one transaction each), in seconds.
     public var batchSeconds = Histogram(upperBounds: Histogram.secondsFromMillisecondToHalfMinute)

@@ -129,6 +129,28 @@ final class RDKafkaClient {
         return text.isEmpty ? nil : text
     }
 
+    /// The leader broker of each partition, from the cluster's metadata (all topics, which
+    /// never auto-creates one); a partition without a leader is left out.
+    func partitionLeaders(timeoutMilliseconds: Int32) throws(KafkaError) -> [TopicPartition: Int32] {
+        var metadata: UnsafePointer<rd_kafka_metadata>? = nil
+        let code = rd_kafka_metadata(handle, 1, nil, &metadata, timeoutMilliseconds)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+            throw RDKafkaClient.error(code, "reading cluster metadata", kind: .broker)
+        }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        var out: [TopicPartition: Int32] = [:]
+        let m = metadata.pointee
+        for i in 0..<Int(m.topic_cnt) {
+            let t = m.topics[i]
+            guard t.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
+            let topic = String(cString: t.topic)
+            for j in 0..<Int(t.partition_cnt) where t.partitions[j].leader >= 0 {
+                out[TopicPartition(topic, t.partitions[j].id)] = t.partitions[j].leader
+            }
+        }
+        return out
+    }
+
     /// Topic name → partition count, from the cluster's metadata (asks for all topics, which
     /// never auto-creates one).
     func topicPartitionCounts(timeoutMilliseconds: Int32) throws(KafkaError) -> [String: Int] {

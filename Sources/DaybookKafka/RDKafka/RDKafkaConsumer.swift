@@ -241,6 +241,31 @@ final class RDKafkaConsumer {
         return PartitionList.read(list).map(\.0).sorted()
     }
 
+    /// Wakes the broker threads that fetch `partitions`: asks the watermarks of one partition
+    /// of each leader (see `KafkaConsumer.wakeFetchers`). Returns how many brokers were asked.
+    func wakeFetchers(of partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Int {
+        if partitions.contains(where: { leaders[$0] == nil }), leadersAsked.map({ ContinuousClock.now - $0 >= .seconds(10) }) ?? true {
+            leadersAsked = .now
+            if let known = try? client.partitionLeaders(timeoutMilliseconds: timeoutMilliseconds) { leaders = known }
+        }
+        // One partition per leader; a partition whose leader is unknown stands for its own.
+        var asked = Set<Int32>()
+        var woken = 0
+        for tp in partitions {
+            if let leader = leaders[tp] {
+                guard asked.insert(leader).inserted else { continue }
+            }
+            // The answer is not wanted: the request is what wakes the leader's broker thread.
+            _ = try? client.watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
+            woken += 1
+        }
+        return woken
+    }
+    /// Each partition's leader as last read from the metadata, for `wakeFetchers`.
+    private var leaders: [TopicPartition: Int32] = [:]
+    /// When `wakeFetchers` last read the leaders (at most every 10 s).
+    private var leadersAsked: ContinuousClock.Instant?
+
     /// The high watermark from the last fetch response (no broker round trip); nil if unknown.
     func cachedHighWatermark(_ tp: TopicPartition) -> Int64? {
         var low: Int64 = 0, high: Int64 = 0
