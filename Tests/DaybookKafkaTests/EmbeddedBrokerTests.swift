@@ -111,6 +111,27 @@ import Testing
         #expect(partitionOf.count == 20)
     }
 
+    /// `wakeFetchers` asks one partition of each leader broker: here 3 brokers lead 6
+    /// partitions, so it asks 3 (or as many as lead any), and it knows every partition's leader.
+    @Test func wakingTheFetchersAsksOnePartitionOfEachLeader() throws {
+        let broker = try Self.broker(brokers: 3, partitions: 6)
+        var config = ConsumerConfiguration()
+        config.groupID = "waker-\(UUID().uuidString)"
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
+        defer { consumer.close() }
+        let all = (0..<Int32(6)).map { TopicPartition(Self.topic, $0) }
+        try consumer.assign(all, startingAt: Dictionary(uniqueKeysWithValues: all.map { ($0, Int64(0)) }))
+        let leaders = try consumer.core.client.partitionLeaders(timeoutMilliseconds: 5_000)
+        #expect(all.allSatisfy { leaders[$0] != nil }, "\(leaders)")
+        let distinct = Set(all.compactMap { leaders[$0] })
+        #expect(distinct.count > 1 && distinct.count <= 3, "\(leaders)")
+        #expect(consumer.wakeFetchers(of: all, timeoutMilliseconds: 5_000) == distinct.count)
+        // One partition: one broker asked.
+        #expect(consumer.wakeFetchers(of: [all[0]], timeoutMilliseconds: 5_000) == 1)
+        // Partition counts come from the same metadata.
+        #expect(try consumer.partitionCount(Self.topic) == 6)
+    }
+
     @Test func brokerDownDuringPublishLosesAndDuplicatesNothing() throws {
         let broker = try Self.broker(brokers: 3, partitions: 6)
         var delivered: [Int: Int] = [:]

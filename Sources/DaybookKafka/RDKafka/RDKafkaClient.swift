@@ -129,44 +129,35 @@ final class RDKafkaClient {
         return text.isEmpty ? nil : text
     }
 
-    /// The leader broker of each partition, from the cluster's metadata (all topics, which
-    /// never auto-creates one); a partition without a leader is left out.
+    /// The leader broker of each partition, from the cluster's metadata; a partition
+    /// without a leader is left out.
     func partitionLeaders(timeoutMilliseconds: Int32) throws(KafkaError) -> [TopicPartition: Int32] {
-        var metadata: UnsafePointer<rd_kafka_metadata>? = nil
-        let code = rd_kafka_metadata(handle, 1, nil, &metadata, timeoutMilliseconds)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
-            throw RDKafkaClient.error(code, "reading cluster metadata", kind: .broker)
-        }
-        defer { rd_kafka_metadata_destroy(metadata) }
-        var out: [TopicPartition: Int32] = [:]
-        let m = metadata.pointee
-        for i in 0..<Int(m.topic_cnt) {
-            let t = m.topics[i]
-            guard t.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
-            let topic = String(cString: t.topic)
-            for j in 0..<Int(t.partition_cnt) where t.partitions[j].leader >= 0 {
-                out[TopicPartition(topic, t.partitions[j].id)] = t.partitions[j].leader
+        try withTopics(timeoutMilliseconds: timeoutMilliseconds) { topic, t in
+            (0..<Int(t.partition_cnt)).compactMap { j in
+                t.partitions[j].leader >= 0 ? (TopicPartition(topic, t.partitions[j].id), t.partitions[j].leader) : nil
             }
-        }
-        return out
+        }.reduce(into: [:]) { out, pairs in for (tp, leader) in pairs { out[tp] = leader } }
     }
 
-    /// Topic name → partition count, from the cluster's metadata (asks for all topics, which
-    /// never auto-creates one).
+    /// Topic name → partition count, from the cluster's metadata.
     func topicPartitionCounts(timeoutMilliseconds: Int32) throws(KafkaError) -> [String: Int] {
+        Dictionary(try withTopics(timeoutMilliseconds: timeoutMilliseconds) { topic, t in (topic, Int(t.partition_cnt)) }) { _, last in last }
+    }
+
+    /// `body` of each topic the cluster's metadata describes without an error, with its
+    /// name (asks for all topics, which never auto-creates one).
+    private func withTopics<T>(timeoutMilliseconds: Int32, _ body: (String, rd_kafka_metadata_topic) -> T) throws(KafkaError) -> [T] {
         var metadata: UnsafePointer<rd_kafka_metadata>? = nil
         let code = rd_kafka_metadata(handle, 1, nil, &metadata, timeoutMilliseconds)
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
             throw RDKafkaClient.error(code, "reading cluster metadata", kind: .broker)
         }
         defer { rd_kafka_metadata_destroy(metadata) }
-        var out: [String: Int] = [:]
         let m = metadata.pointee
-        for i in 0..<Int(m.topic_cnt) {
+        return (0..<Int(m.topic_cnt)).compactMap { i in
             let t = m.topics[i]
-            if t.err == RD_KAFKA_RESP_ERR_NO_ERROR { out[String(cString: t.topic)] = Int(t.partition_cnt) }
+            return t.err == RD_KAFKA_RESP_ERR_NO_ERROR ? body(String(cString: t.topic), t) : nil
         }
-        return out
     }
 }
 
