@@ -237,8 +237,9 @@ public final class KafkaConsumer {
     /// `fetch.queue.backoff.ms`). A reader that drains the queue faster than that waits for
     /// the rest of the second. A request to a broker wakes its thread, which then fetches for
     /// every partition whose queue has room: this asks the watermarks of one partition per
-    /// leader (its leaders read from the metadata when one is not known, at most every 10 s)
-    /// and drops the answers. Each request waits up to `timeoutMilliseconds`.
+    /// leader (its leaders read from the metadata when one is not known, at most every 10 s;
+    /// one more partition stands for all whose leader is still unknown) and drops the
+    /// answers. Each request waits up to `timeoutMilliseconds`.
     @discardableResult
     public func wakeFetchers(of partitions: [TopicPartition], timeoutMilliseconds: Int32 = 200) -> Int {
         core.wakeFetchers(of: partitions, timeoutMilliseconds: timeoutMilliseconds)

@@ -248,13 +248,12 @@ final class RDKafkaConsumer {
             leadersAsked = .now
             if let known = try? client.partitionLeaders(timeoutMilliseconds: timeoutMilliseconds) { leaders = known }
         }
-        // One partition per leader; a partition whose leader is unknown stands for its own.
+        // One partition per leader, and one for all whose leader is unknown (the metadata
+        // could not be read: asking each of them, each waiting up to the timeout, would hold
+        // the caller for as many timeouts as there are partitions).
         var asked = Set<Int32>()
         var woken = 0
-        for tp in partitions {
-            if let leader = leaders[tp] {
-                guard asked.insert(leader).inserted else { continue }
-            }
+        for tp in partitions where asked.insert(leaders[tp] ?? -1).inserted {
             // The answer is not wanted: the request is what wakes the leader's broker thread.
             _ = try? client.watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
             woken += 1
