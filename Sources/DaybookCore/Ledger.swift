@@ -577,8 +577,8 @@ public final class Ledger {
         return false
     }
 
-    /// The cached state of user `id`, if any. A batch's events come user by user: the last
-    /// user asked for is answered without hashing the id again.
+    /// The cached state of user `id`, if any. A partition's events name a few users over and
+    /// over: the last few asked for are answered without hashing the id again.
     private func cachedUser(_ id: String) -> UserState? {
         // Bytes, as `NameKey` compares (String's == would walk Unicode equivalence); a
         // batch's names share their storage, so a recent one is matched by its words.

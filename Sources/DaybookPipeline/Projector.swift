@@ -155,8 +155,8 @@ public final class Projector: RebalanceHandler {
         // a revoked partition's messages are not applied, and neither is what was read of
         // a partition before it was started again: it is read again from its shard's offset.
         if let e = try perform(machine.assignmentsChanged(), into: &summary) { return e }
-        var messages: [Int32: [ConsumedMessage]] = [:]
-        let batch = sort(events, into: &messages)
+        let (batch, sorted) = sort(events)
+        var messages = sorted
         if let e = try perform(machine.polled(batch, partitions: facts()), into: &summary, messages: &messages) { return e }
         let idle = messages.values.allSatisfy(\.isEmpty)
         stageInParallel(messages)
@@ -224,9 +224,11 @@ public final class Projector: RebalanceHandler {
         workers.values.contains { w in (consumer.cachedHighWatermark(w.partition) ?? 0) > w.expectedNext }
     }
 
-    /// Sorts this poll's messages of the topic by partition; returns what the machine reads of the poll.
-    private func sort(_ events: [ConsumerEvent], into messages: inout [Int32: [ConsumedMessage]]) -> PolledBatch {
+    /// Sorts this poll's messages of the topic by partition; returns what the machine reads of
+    /// the poll, and the messages by partition.
+    private func sort(_ events: [ConsumerEvent]) -> (PolledBatch, [Int32: [ConsumedMessage]]) {
         var batch = PolledBatch()
+        var messages: [Int32: [ConsumedMessage]] = [:]
         // By partition number while sorting (a dictionary probe per message cost ~200
         // instructions of SipHash); partitions are numbered from 0.
         var byNumber: [[ConsumedMessage]] = []
@@ -250,12 +252,11 @@ public final class Projector: RebalanceHandler {
                 break
             }
         }
-        for p in byNumber.indices where !byNumber[p].isEmpty {
-            // The array itself, not its messages one by one (each a retain).
-            if messages[Int32(p)] == nil { messages[Int32(p)] = byNumber[p] } else { messages[Int32(p)]?.append(contentsOf: byNumber[p]) }
-        }
+        // Each array itself, not its messages one by one (each a retain); only a negative
+        // partition number (never one of Kafka's) went to the dictionary above.
+        for p in byNumber.indices where !byNumber[p].isEmpty { messages[Int32(p)] = byNumber[p] }
         batch.offsets = messages.mapValues { $0.map(\.offset) }
-        return batch
+        return (batch, messages)
     }
 
     /// Decodes each partition's messages into its worker's staged batch, the partitions in
