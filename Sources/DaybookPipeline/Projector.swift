@@ -145,7 +145,8 @@ public final class Projector: RebalanceHandler {
         if let e = try perform(machine.assignmentsChanged(), into: &summary) { return e }
         followStandbysAcrossGenerations()
         machine.polling()
-        let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: 100)
+        let wait = machine.pollWait(partitions: facts())
+        let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: wait.wholeMilliseconds)
         if fetchWake.afterPoll(read: events.count, asked: options.batchSize, now: .now, behind: anyPartitionBehind) {
             statistics.fetcherWakes += 1
             consumer.wakeFetchers(of: workers.values.map(\.partition).sorted())

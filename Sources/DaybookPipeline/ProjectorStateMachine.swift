@@ -225,6 +225,22 @@ struct ProjectorStateMachine {
     /// The driver is about to poll: a partition started from here on has a new reading.
     mutating func polling() { startedSincePoll.removeAll() }
 
+    /// How long a poll waits for a message when none is there.
+    static let pollWait: Duration = .milliseconds(100)
+
+    /// How long the next poll may wait for a message: not at all once a run that ends when
+    /// caught up has read every partition to the end its consumer reported (or to its stop
+    /// offset). Nothing more is coming: that poll only lets the round commit what is staged
+    /// and the next one stop, and waiting out `pollWait` there was ~0.1 s of a 0.6 s
+    /// catch-up, in half the runs (BENCHMARKS.md, "Issue 26, eleventh steps").
+    func pollWait(partitions: [Int32: PartitionFacts]) -> Duration {
+        guard policy.stop == .caughtUp, assignments.hasAssignment, assignments.held.isEmpty, !partitions.isEmpty,
+              partitions.values.allSatisfy({ f in
+                  f.stop.map { f.expectedNext >= $0 } == true || f.end.map { f.expectedNext >= $0 } == true
+              }) else { return Self.pollWait }
+        return .zero
+    }
+
     /// What a poll read, before it is staged. Messages of a partition started again within
     /// the poll are read again from its shard's offset; those from a partition's stop offset
     /// on are no work; a batch that starts after the offset the partition needs next is a

@@ -205,6 +205,31 @@ import Testing
         #expect(live.roundEnded(committed: false, now: t0, partitions: atEnd).isEmpty)
     }
 
+    @Test func aRunUntilCaughtUpPollsWithoutWaitingOnceEveryPartitionIsReadToItsEnd() {
+        let m = machine(solo: true, stop: .caughtUp)
+        // Partition 0 has read to its end (9, staged up to it), partition 1 to its stop offset.
+        let read: [Int32: PartitionFacts] = [0: PartitionFacts(next: 4, stagedEnd: 9, end: 9), 1: PartitionFacts(next: 5, stop: 5)]
+        #expect(m.pollWait(partitions: read) == .zero)
+        // One message short of the end, or an end not reported yet: the poll waits for more.
+        var short = read
+        short[0]?.stagedEnd = 8
+        #expect(m.pollWait(partitions: short) == Machine.pollWait)
+        short[0] = PartitionFacts(next: 9)
+        #expect(m.pollWait(partitions: short) == Machine.pollWait)
+        #expect(m.pollWait(partitions: [:]) == Machine.pollWait)
+        // A run that stops only when told, or at its targets, always waits.
+        #expect(machine(solo: true).pollWait(partitions: read) == Machine.pollWait)
+        #expect(machine(solo: true, stop: .caughtUpWithTargets).pollWait(partitions: read) == Machine.pollWait)
+        // A group member whose given partitions are not all started waits too.
+        var member = machine(stop: .caughtUp)
+        member.assigned([0, 1])
+        _ = member.assignmentsChanged()
+        member.started([0])
+        #expect(member.pollWait(partitions: [0: PartitionFacts(next: 9, end: 9)]) == Machine.pollWait)
+        member.started([1])
+        #expect(member.pollWait(partitions: read) == .zero)
+    }
+
     @Test func aGroupMemberIsCaughtUpOnlyOnceWhatItWasGivenIsStarted() {
         var m = machine(stop: .caughtUp)
         #expect(m.roundEnded(committed: false, now: t0, partitions: [:]).isEmpty) // nothing given yet
