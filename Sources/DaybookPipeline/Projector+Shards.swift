@@ -55,9 +55,23 @@ extension Projector {
     /// from their shards' offsets, or from a replay's start below them.
     private func takeAll(_ count: Int) throws {
         var offsets: [TopicPartition: Int64] = [:]
-        for partition in try PartitionChoice.resolve(options.partitions, topic: options.topic, count: count) {
-            let worker = try openWorker(partition)
-            let marks = try checkLog(worker.shard)
+        let partitions = try PartitionChoice.resolve(options.partitions, topic: options.topic, count: count)
+        let asked = watermarks(of: partitions)
+        // Opening a shard is mostly SQLite's file work (creating one, ~1.7 ms): all of them
+        // at once, over the cores. The first failure in partition order is thrown; the others'
+        // shards close with their workers.
+        let needed = partitions.filter { p in workers[p].map(\.broken) ?? true }
+        let made = Dictionary(uniqueKeysWithValues: zip(needed, needed.parallelMap { p in Result { try self.makeWorker(p) } }))
+        for partition in partitions {
+            let worker: PartitionWorker
+            if let result = made[partition] {
+                worker = opened(try result.get())
+            } else if let existing = workers[partition] {
+                worker = existing
+            } else {
+                continue // not reached: every partition without a worker is in `needed`
+            }
+            let marks = try checkLog(worker.shard, asked: asked)
             workers[partition] = worker
             offsets[worker.partition] = worker.shard.nextOffset
             if let start = projection.startOffsets[partition], start < worker.shard.nextOffset {
@@ -82,6 +96,20 @@ extension Projector {
 
     func openWorker(_ partition: Int32) throws -> PartitionWorker {
         if let existing = workers[partition], !existing.broken { return existing }
+        return opened(try makeWorker(partition))
+    }
+
+    /// The machine and the log learn of a worker just made (`makeWorker`).
+    private func opened(_ worker: PartitionWorker) -> PartitionWorker {
+        machine.shardOpened(worker.partition.partition)
+        logger.info("partition \(worker.partition.partition): shard at offset \(worker.shard.nextOffset)")
+        return worker
+    }
+
+    /// Opens (or creates) the shard of `partition` and its worker. It reads only what
+    /// does not change while shards open (the options, layout, priority, cluster id and
+    /// partition count), so several are made at once (`takeAll`).
+    private func makeWorker(_ partition: Int32) throws -> PartitionWorker {
         // Never wait for a lock: a second projector on the same data must stop at once.
         let path = layout.path(topic: options.topic, partition: partition)
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
@@ -97,8 +125,6 @@ extension Projector {
         }
         worker.stopOffset = projection.stopOffsets[partition]
         worker.placement = partitionCount.map { (partitioner, $0) }
-        machine.shardOpened(partition)
-        logger.info("partition \(partition): shard at offset \(shard.nextOffset)")
         return worker
     }
 
@@ -106,10 +132,11 @@ extension Projector {
     /// them at their offsets.
     func open(_ partitions: [Int32]) throws(ProjectorError) {
         var offsets: [TopicPartition: Int64] = [:]
+        let asked = watermarks(of: partitions)
         do {
             for partition in partitions {
                 let worker = try openHandedOver(partition)
-                try checkLog(worker.shard)
+                try checkLog(worker.shard, asked: asked)
                 workers[partition] = worker
                 offsets[worker.partition] = worker.shard.nextOffset
             }
@@ -179,13 +206,17 @@ extension Projector {
     /// Before reading, the shard's next offset must lie inside the partition's log:
     /// `low ≤ next ≤ high`. Anything else is a gap or a different log, never skipped silently.
     @discardableResult
-    func checkLog(_ shard: Shard) throws(ProjectorError) -> (low: Int64, high: Int64) {
+    func checkLog(_ shard: Shard, asked: [TopicPartition: (low: Int64, high: Int64)] = [:]) throws(ProjectorError) -> (low: Int64, high: Int64) {
         let tp = TopicPartition(options.topic, shard.partition)
         let marks: (low: Int64, high: Int64)
-        do {
-            marks = try consumer.watermarks(tp, timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
-        } catch {
-            throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
+        if let known = asked[tp] {
+            marks = known
+        } else {
+            do {
+                marks = try consumer.watermarks(tp, timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
+            } catch {
+                throw ProjectorError(kind: .kafka, message: "reading the offsets of \(tp): \(error)")
+            }
         }
         try Self.check(shard: shard, tp: tp, low: marks.low, high: marks.high)
         highAtStart[shard.partition] = marks.high
@@ -193,6 +224,19 @@ extension Projector {
     }
 
     /// A re-read (`ProjectionRun.replay`) cannot start before the first offset the log still holds.
+    /// The watermarks of these partitions, asked in one go for `checkLog`; empty when that
+    /// failed (each is then asked on its own, whose error names its partition).
+    func watermarks(of partitions: [Int32]) -> [TopicPartition: (low: Int64, high: Int64)] {
+        guard partitions.count > 1 else { return [:] }
+        do {
+            return try consumer.watermarks(of: partitions.map { TopicPartition(options.topic, $0) },
+                                           timeoutMilliseconds: options.connectTimeout.wholeMilliseconds)
+        } catch {
+            logger.info("asking the offsets of \(partitions.count) partitions at once: \(error); asking each on its own")
+            return [:]
+        }
+    }
+
     static func checkRereadStart(_ start: Int64, tp: TopicPartition, low: Int64) throws(ProjectorError) {
         guard start >= low else {
             throw ProjectorError(kind: .badRequest, message: "\(tp): offset \(start) is before the first offset the log still holds (\(low)); re-read from \(low) or later")

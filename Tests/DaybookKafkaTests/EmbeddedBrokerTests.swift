@@ -132,6 +132,34 @@ import Testing
         #expect(try consumer.partitionCount(Self.topic) == 6)
     }
 
+    /// The watermarks of several partitions asked at once (two requests per leader) are the
+    /// ones asked one partition at a time: 3 brokers lead 6 partitions holding 0 to ~300
+    /// messages each (20 users keyed over 6 partitions; partition counts differ).
+    @Test func watermarksOfSeveralPartitionsAtOnceAreThoseAskedOneByOne() throws {
+        let broker = try Self.broker(brokers: 3, partitions: 6)
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
+        try Self.publish(producer, count: 1_000, users: 5)
+        try producer.flush(timeoutMilliseconds: 30_000)
+        var config = ConsumerConfiguration()
+        config.groupID = "marks-\(UUID().uuidString)"
+        let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
+        defer { consumer.close() }
+        let all = (0..<Int32(6)).map { TopicPartition(Self.topic, $0) }
+        let together = try consumer.watermarks(of: all, timeoutMilliseconds: 5_000)
+        #expect(together.count == 6)
+        var total: Int64 = 0
+        for tp in all {
+            let alone = try consumer.watermarks(tp, timeoutMilliseconds: 5_000)
+            #expect(together[tp]?.low == alone.low && together[tp]?.high == alone.high, "\(tp): \(String(describing: together[tp])) against \(alone)")
+            total += alone.high - alone.low
+        }
+        // 5 users over 6 partitions: at least one partition is empty, and the rest hold all.
+        #expect(total == 1_000)
+        #expect(all.contains { together[$0]?.high == 0 })
+        // A partition the topic does not have is an error naming it, not a guess.
+        #expect(throws: KafkaError.self) { try consumer.watermarks(of: [all[0], TopicPartition(Self.topic, 9)], timeoutMilliseconds: 2_000) }
+    }
+
     @Test func brokerDownDuringPublishLosesAndDuplicatesNothing() throws {
         let broker = try Self.broker(brokers: 3, partitions: 6)
         var delivered: [Int: Int] = [:]

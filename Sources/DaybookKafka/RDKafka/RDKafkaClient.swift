@@ -97,6 +97,43 @@ final class RDKafkaClient {
         return (low, high)
     }
 
+    /// Low and high watermarks of several partitions, in one ListOffsets request per leader
+    /// for each end (a ListOffsets "timestamp" of -2 asks for the earliest offset, -1 for
+    /// the latest, as `rd_kafka_query_watermark_offsets` asks for one partition).
+    func watermarks(of partitions: [TopicPartition], timeoutMilliseconds: Int32) throws(KafkaError) -> [TopicPartition: (low: Int64, high: Int64)] {
+        guard !partitions.isEmpty else { return [:] }
+        func ask(_ end: Int64) throws(KafkaError) -> [TopicPartition: Int64] {
+            let list = PartitionList.make(partitions, offsets: Dictionary(uniqueKeysWithValues: partitions.map { ($0, end) }))
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            let code = rd_kafka_offsets_for_times(handle, list, timeoutMilliseconds)
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw RDKafkaClient.error(code, "watermarks of \(partitions.count) partitions", kind: .broker)
+            }
+            var out: [TopicPartition: Int64] = [:]
+            for i in 0..<Int(list.pointee.cnt) {
+                let e = list.pointee.elems[i]
+                let tp = TopicPartition(String(cString: e.topic), e.partition)
+                guard e.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    throw RDKafkaClient.error(e.err, "watermarks of \(tp)", kind: .broker)
+                }
+                guard e.offset >= 0 else {
+                    throw KafkaError(.broker, "watermarks of \(tp): the broker answered offset \(e.offset)")
+                }
+                out[tp] = e.offset
+            }
+            return out
+        }
+        let low = try ask(-2), high = try ask(-1)
+        var out: [TopicPartition: (low: Int64, high: Int64)] = [:]
+        for tp in partitions {
+            guard let l = low[tp], let h = high[tp] else {
+                throw KafkaError(.broker, "watermarks of \(tp): the brokers did not answer for it")
+            }
+            out[tp] = (l, h)
+        }
+        return out
+    }
+
     /// For each partition, the earliest offset whose message timestamp is at or after
     /// `milliseconds` (since 1970), from the brokers' time index (ListOffsets by timestamp);
     /// nil where the broker says no message is that late.
