@@ -214,8 +214,13 @@ public final class Projector: RebalanceHandler {
     /// The facts of each open partition, for the machine's decisions.
     func facts() -> [Int32: PartitionFacts] {
         workers.mapValues { w in
-            PartitionFacts(next: w.shard.nextOffset, stagedEnd: w.stagedEnd, stagedCount: w.stagedCount, stagedBytes: w.stagedBytes,
-                           stagedSince: w.stagedSince, end: w.endOffset, stop: w.stopOffset, highAtStart: highAtStart[w.partition.partition])
+            let start = highAtStart[w.partition.partition]
+            // Where reading resumes: after what is staged, else the shard's offset or a re-read's.
+            let read = w.stagedEnd ?? w.position
+            let high = max(consumer.cachedHighWatermark(w.partition) ?? -1, start ?? -1)
+            return PartitionFacts(next: w.shard.nextOffset, stagedEnd: w.stagedEnd, stagedCount: w.stagedCount, stagedBytes: w.stagedBytes,
+                                  stagedSince: w.stagedSince, end: w.endOffset, stop: w.stopOffset, highAtStart: start,
+                                  highRead: high >= 0 && read >= high ? high : nil)
         }
     }
 

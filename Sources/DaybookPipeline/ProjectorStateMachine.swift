@@ -18,13 +18,25 @@ struct PartitionFacts: Equatable, Sendable {
     var stop: Int64? = nil
     /// The high watermark when the partition was started.
     var highAtStart: Int64? = nil
+    /// A high watermark (the last fetch's, or `highAtStart`) that the partition has been
+    /// read up to, staged or applied; nil while it has not.
+    var highRead: Int64? = nil
 
     /// The offset the next message must have for the log to be continuous.
     var expectedNext: Int64 { max(stagedEnd ?? next, next) }
 
+    /// The end of the partition as far as this run knows: the end the consumer reported, or
+    /// a high watermark read up to. librdkafka reports an end only once a further fetch has
+    /// come back empty, which a broker holds for `fetch.wait.max.ms` (100 ms): up to 0.2 s of
+    /// a short catch-up waited for that, and a restart with nothing new waited only for it.
+    var knownEnd: Int64? {
+        guard let highRead else { return end }
+        return max(end ?? highRead, highRead)
+    }
+
     var isCaughtUp: Bool {
         if let stop, next >= stop { return true }
-        return end.map { next >= $0 } ?? false
+        return knownEnd.map { next >= $0 } ?? false
     }
 }
 
@@ -229,14 +241,14 @@ struct ProjectorStateMachine {
     static let pollWait: Duration = .milliseconds(100)
 
     /// How long the next poll may wait for a message: not at all once a run that ends when
-    /// caught up has read every partition to the end its consumer reported (or to its stop
-    /// offset). Nothing more is coming: that poll only lets the round commit what is staged
+    /// caught up has read every partition to its known end (`PartitionFacts.knownEnd`) or to
+    /// its stop offset. Nothing more is coming: that poll only lets the round commit what is staged
     /// and the next one stop, and waiting out `pollWait` there was ~0.1 s of a 0.6 s
     /// catch-up, in half the runs (BENCHMARKS.md, "Issue 26, eleventh steps").
     func pollWait(partitions: [Int32: PartitionFacts]) -> Duration {
         guard policy.stop == .caughtUp, assignments.hasAssignment, assignments.held.isEmpty, !partitions.isEmpty,
               partitions.values.allSatisfy({ f in
-                  f.stop.map { f.expectedNext >= $0 } == true || f.end.map { f.expectedNext >= $0 } == true
+                  f.stop.map { f.expectedNext >= $0 } == true || f.knownEnd.map { f.expectedNext >= $0 } == true
               }) else { return Self.pollWait }
         return .zero
     }
@@ -325,7 +337,7 @@ struct ProjectorStateMachine {
         var due = Set(staged.filter { _, f in
             let end = f.stagedEnd ?? 0
             return f.stagedCount >= policy.minimumBatch
-                || end >= (f.end ?? .max)
+                || end >= (f.knownEnd ?? .max)
                 || (f.stop.map { end >= $0 } ?? false)
                 || (f.stagedSince.map { now - $0 >= policy.maximumBatchDelay } ?? false)
         }.keys)

@@ -230,6 +230,24 @@ import Testing
         #expect(member.pollWait(partitions: read) == .zero)
     }
 
+    @Test func aHighWatermarkReadUpToIsAnEndWithoutWaitingForTheConsumerToReportOne() {
+        var m = machine(solo: true, stop: .caughtUp)
+        // Read up to the high watermark 9 (staged), no end reported: the batch is due now,
+        // the next poll does not wait, and once committed the run stops.
+        let staged: [Int32: PartitionFacts] = [0: PartitionFacts(next: 4, stagedEnd: 9, stagedCount: 5, highRead: 9)]
+        #expect(staged[0]?.knownEnd == 9)
+        #expect(m.due(idle: false, now: t0, partitions: staged) == [.commit([0])])
+        #expect(m.pollWait(partitions: staged) == .zero)
+        let committed: [Int32: PartitionFacts] = [0: PartitionFacts(next: 9, highRead: 9)]
+        #expect(m.roundEnded(committed: false, now: t0, partitions: committed) == [.stop(.caughtUp)])
+        // Without a watermark read up to, only a reported end counts; the larger of both wins.
+        #expect(PartitionFacts(next: 9).knownEnd == nil)
+        #expect(PartitionFacts(next: 9, end: 7).knownEnd == 7)
+        #expect(PartitionFacts(next: 9, end: 12, highRead: 9).knownEnd == 12)
+        #expect(!PartitionFacts(next: 9, end: 12, highRead: 9).isCaughtUp)
+        #expect(m.roundEnded(committed: false, now: t0, partitions: [0: PartitionFacts(next: 9)]).isEmpty)
+    }
+
     @Test func aGroupMemberIsCaughtUpOnlyOnceWhatItWasGivenIsStarted() {
         var m = machine(stop: .caughtUp)
         #expect(m.roundEnded(committed: false, now: t0, partitions: [:]).isEmpty) // nothing given yet
