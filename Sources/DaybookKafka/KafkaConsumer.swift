@@ -244,8 +244,8 @@ public final class KafkaConsumer {
     /// the rest of the second. A request to a broker wakes its thread, which then fetches for
     /// every partition whose queue has room: this asks the watermarks of one partition per
     /// leader (its leaders read from the metadata when one is not known, at most every 10 s;
-    /// one more partition stands for all whose leader is still unknown) and drops the
-    /// answers. Each request waits up to `timeoutMilliseconds`.
+    /// one more partition stands for all whose leader is still unknown) without waiting for
+    /// the answers (1 ms). Reading the metadata waits up to `timeoutMilliseconds`.
     @discardableResult
     public func wakeFetchers(of partitions: [TopicPartition], timeoutMilliseconds: Int32 = 200) -> Int {
         core.wakeFetchers(of: partitions, timeoutMilliseconds: timeoutMilliseconds)

@@ -254,8 +254,11 @@ final class RDKafkaConsumer {
         var asked = Set<Int32>()
         var woken = 0
         for tp in partitions where asked.insert(leaders[tp] ?? -1).inserted {
-            // The answer is not wanted: the request is what wakes the leader's broker thread.
-            _ = try? client.watermarks(tp, timeoutMilliseconds: timeoutMilliseconds)
+            // The answer is not wanted: the request is what wakes the leader's broker thread,
+            // as soon as it is queued for it. Waiting for the answer cost up to 140 ms when
+            // the broker was holding a fetch with nothing to send (`fetch.wait.max.ms`):
+            // the answer waits behind it. A late answer goes to a queue already gone.
+            _ = try? client.watermarks(tp, timeoutMilliseconds: 1)
             woken += 1
         }
         return woken
