@@ -89,9 +89,22 @@ extension Projector {
     func finish() {
         if projection.forwardsDeadLetters { flushDeadLetters(timeoutMilliseconds: 5_000) }
         consumer.close()
-        workers.removeAll()
+        Self.closeInParallel(&workers)
         standby?.close()
         recordRoles(running: false)
+    }
+
+    /// Lets go of every worker, their shards closed over the cores. Closing a shard's last
+    /// connection copies its write-ahead log into the file and syncs it: ~2 ms a shard,
+    /// 65 ms for 32 one after another at the end of every run. Each worker's last reference
+    /// is its slot here, so it closes on the thread that empties the slot.
+    static func closeInParallel(_ workers: inout [Int32: PartitionWorker]) {
+        var slots: [PartitionWorker?] = Array(workers.values)
+        workers.removeAll()
+        slots.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let slots = buffer
+            DispatchQueue.concurrentPerform(iterations: slots.count) { i in slots[i] = nil }
+        }
     }
 
     func openWorker(_ partition: Int32) throws -> PartitionWorker {
