@@ -28,6 +28,9 @@ public enum PipelineBench {
         public var callgrindEvents = 20_000
         /// How the log's uuids are spelled (UUIDs by default, as phones write them).
         public var uuids: SyntheticLog.UUIDs = .canonical
+        /// The naive projector Daybook is compared with (`scripts/naive-projector.py`,
+        /// `naiveProjectorScript`); nil skips it.
+        public var naiveProjector: String?
 
         public init() {}
     }
@@ -101,6 +104,10 @@ public enum PipelineBench {
         public var arrival = OrderFigures()
         /// Nil when not asked for (`callgrindEvents` 0) or valgrind is missing.
         public var instructions: InstructionFigures?
+        /// The naive Python projector's wall seconds on the user-order log; nil when it was
+        /// not run, and then `naivePythonSkipped` says why.
+        public var naivePython: Double?
+        public var naivePythonSkipped = "no scripts/naive-projector.py found"
 
         /// Raw over projected (and kcat over publish): rates over the same event count, so
         /// a ratio of rates is the inverse ratio of times.
@@ -190,6 +197,11 @@ public enum PipelineBench {
         f.restartSolo = try project("restart of daybook project --solo", daybook, solo, expected: 0, work: work, timeout: timeout)
         note("restart: daybook project (group), nothing new…")
         f.restartGroup = try project("restart of daybook project (group)", daybook, grouped, expected: 0, work: work, timeout: timeout)
+        // 6b. The naive Python projector on the same log, beside `project --solo`.
+        if let script = settings.naiveProjector {
+            (f.naivePython, f.naivePythonSkipped) = try measureNaive(script, bootstrap: broker.bootstrap, events: f.events, note: note,
+                                                                     work: work, timeout: timeout)
+        }
         stopBroker(broker.process)
         brokerRunning = false
         try? FileManager.default.removeItem(atPath: soloData)
@@ -220,6 +232,47 @@ public enum PipelineBench {
             }
         }
         return f
+    }
+
+    /// The naive projector's wall seconds on the log at `bootstrap` (nil, and why, when
+    /// python3 or its confluent_kafka is missing, or the run failed: the bench goes on).
+    static func measureNaive(_ script: String, bootstrap: String, events: Int, note: (String) -> Void,
+                             work: String, timeout: Double) throws -> (Double?, String) {
+        guard let python = findExecutable("python3") else { return (nil, "python3 is not on PATH") }
+        do {
+            _ = try runStep("python3 -c 'import confluent_kafka'", python, ["-c", "import confluent_kafka"], work: work, timeout: 60)
+        } catch let error as BenchError {
+            guard case .stepFailed = error.kind else { throw error }
+            return (nil, "python3 cannot import confluent_kafka (pip install confluent-kafka)")
+        }
+        note("naive Python projector (\(script))…")
+        let errors = work + "/naive-projector.stderr"
+        let child = try ChildProcess(name: "naive Python projector", executable: python,
+                                     arguments: [script, bootstrap, topic, work + "/naive.sqlite"], stderrPath: errors)
+        child.limit(seconds: timeout)
+        let outcome = child.wait()
+        try checkInterrupt()
+        guard outcome.exitCode == 0 else { return (nil, "the naive projector \(outcome.description): \(child.stderrTail())") }
+        // Its last line says what it applied: every event, or no figure.
+        let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        guard said.contains("naive: applied \(events)\n") else {
+            return (nil, "the naive projector did not apply all \(events) events: \(said.suffix(200))")
+        }
+        return (outcome.seconds, "")
+    }
+
+    /// `scripts/naive-projector.py` of the checkout this binary was built in (a parent of
+    /// `.build/…/daybook`), else of the working directory; `DAYBOOK_NAIVE_PROJECTOR` names
+    /// another. Nil when there is none.
+    public static func naiveProjectorScript(executable: String) -> String? {
+        if let named = ProcessInfo.processInfo.environment["DAYBOOK_NAIVE_PROJECTOR"], !named.isEmpty { return named }
+        var directory = (executable as NSString).deletingLastPathComponent
+        var candidates = [FileManager.default.currentDirectoryPath + "/scripts/naive-projector.py"]
+        for _ in 0..<4 {
+            candidates.insert(directory + "/scripts/naive-projector.py", at: candidates.count - 1)
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        return candidates.first { access($0, R_OK) == 0 }
     }
 
     /// `daybook project --solo` and `kcat -C` under callgrind on `settings.callgrindEvents`

@@ -48,7 +48,12 @@ enum BenchCommand: Subcommand {
          must be every event) and its state cache's hits, misses and evictions;
       6. times a restart of each on its finished data directory with nothing new to read
          (the group restart includes joining the group again, which waits until the
-         previous run's membership expires: session.timeout.ms, 10 s by default);
+         previous run's membership expires: session.timeout.ms, 10 s by default); then
+         scripts/naive-projector.py on the same log (confluent-kafka + sqlite3, each
+         sample summed into its UTC day, no dedupe: what Daybook must beat 3×), when
+         python3 can import confluent_kafka (pip install confluent-kafka; the script is
+         found beside this binary's checkout or in the working directory, or named by
+         DAYBOOK_NAIVE_PROJECTOR);
       7. publishes the same events in arrival order ('bench generate --order arrival':
          by sync hour, users interleaved, as a live stream and every rebuild of it
          deliver them) into a third broker and times 4 and 5 again on it;
@@ -87,7 +92,9 @@ enum BenchCommand: Subcommand {
       arrival_project_solo_cpus, arrival_project_group_cpus (CPU time, user and system,
       over wall time: how many cores each projector kept busy), then instructions_events,
       project_solo_instructions_per_event, kcat_instructions_per_event and
-      ratio_project_solo_to_kcat_instructions (null when not measured). Cache hits and misses count (user,
+      ratio_project_solo_to_kcat_instructions (null when not measured), naive_python_seconds
+      and ratio_naive_python_to_project_solo (its seconds over project --solo's; null
+      when the naive projector did not run). Cache hits and misses count (user,
       metric, UTC day) windows a batch's load needed (each once per load), found in the state cache or read from the
       shard; evictions count the windows dropped to fit state.cache_mb.
     Seconds are wall time from spawn to exit (kcat consumers: to their last message);
@@ -158,6 +165,7 @@ enum BenchCommand: Subcommand {
             settings.uuids = uuids
             settings.config = arguments.value("--config")
             settings.callgrindEvents = try arguments.integer("--callgrind-events", default: settings.callgrindEvents, in: 0...2_000_000)
+            settings.naiveProjector = PipelineBench.naiveProjectorScript(executable: try PipelineBench.currentExecutable())
             do {
                 let figures = try PipelineBench.run(settings, daybook: try PipelineBench.currentExecutable()) { printError("bench: " + $0) }
                 var out = OutputBuffer()

@@ -30,6 +30,7 @@ enum BenchReport {
         "project_solo_cpus", "project_group_cpus", "arrival_project_solo_cpus", "arrival_project_group_cpus",
         "ratio_arrival_project_solo_to_raw_direct", "ratio_arrival_project_group_to_raw_group",
         "instructions_events", "project_solo_instructions_per_event", "kcat_instructions_per_event", "ratio_project_solo_to_kcat_instructions",
+        "naive_python_seconds", "ratio_naive_python_to_project_solo",
     ]
 
 
@@ -61,6 +62,8 @@ enum BenchReport {
             row("restart --solo, nothing new", f.restartSolo.seconds, "-", f.restartSolo.peakRSSMegabytes),
             row("restart (group), nothing new, join included", f.restartGroup.seconds, "-", f.restartGroup.peakRSSMegabytes),
             row("core apply + resolve (in process, samples/s)", nil, NumberText.grouped(f.core), nil),
+            f.naivePython.map { row("naive Python projector (no dedupe, UTC days)", $0, rate($0), nil, String(format: "project --solo %.1f× as fast", $0 / f.projectSolo.seconds)) }
+                ?? "naive Python projector: not measured (\(f.naivePythonSkipped))",
             "solo data directory: \(String(format: "%.1f", Double(f.dataBytes) / 1e6)) MB on disk, \(String(format: "%.0f", Double(f.dataBytes) / max(n, 1))) bytes/event",
             "state cache, project --solo: user order \(cacheText(f.projectSolo)); arrival order \(cacheText(f.arrival.projectSolo))",
             String(format: "project --solo / kcat -C: %.2f in user order, %.2f in arrival order", ratios.solo, f.arrival.ratioSolo),
@@ -125,6 +128,8 @@ enum BenchReport {
             "project_solo_instructions_per_event": f.instructions.map { String(format: "%.0f", $0.projectSolo) } ?? "null",
             "kcat_instructions_per_event": f.instructions.map { String(format: "%.0f", $0.kcat) } ?? "null",
             "ratio_project_solo_to_kcat_instructions": f.instructions.map { ratio($0.ratio) } ?? "null",
+            "naive_python_seconds": f.naivePython.map(secs) ?? "null",
+            "ratio_naive_python_to_project_solo": f.naivePython.map { ratio($0 / f.projectSolo.seconds) } ?? "null",
         ]
         return "{" + jsonKeys.map { "\"\($0)\":\(values[$0]!)" }.joined(separator: ",") + "}"
     }
