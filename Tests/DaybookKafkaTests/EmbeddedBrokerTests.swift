@@ -24,6 +24,13 @@ import Testing
         }
     }
 
+    /// `publish` through a producer of its own, then waits until every message is delivered.
+    static func publishAll(to broker: EmbeddedBroker, count: Int, users: Int) throws {
+        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
+        try publish(producer, count: count, users: users)
+        try producer.flush(timeoutMilliseconds: 30_000)
+    }
+
     /// Reads every partition from the start until each reaches its end.
     static func readAll(_ broker: EmbeddedBroker, partitions: Int, timeout: Duration = .seconds(30)) throws -> [ConsumedMessage] {
         var config = ConsumerConfiguration()
@@ -137,9 +144,7 @@ import Testing
     /// messages each (20 users keyed over 6 partitions; partition counts differ).
     @Test func watermarksOfSeveralPartitionsAtOnceAreThoseAskedOneByOne() throws {
         let broker = try Self.broker(brokers: 3, partitions: 6)
-        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
-        try Self.publish(producer, count: 1_000, users: 5)
-        try producer.flush(timeoutMilliseconds: 30_000)
+        try Self.publishAll(to: broker, count: 1_000, users: 5)
         var config = ConsumerConfiguration()
         config.groupID = "marks-\(UUID().uuidString)"
         let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
@@ -271,9 +276,7 @@ import Testing
 
     @Test func assignedPartitionsStartAtTheOffsetsTheHandlerReturns() throws {
         let broker = try Self.broker(partitions: 2)
-        let producer = try KafkaProducer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), logger: .silent) { _ in }
-        try Self.publish(producer, count: 200, users: 7)
-        try producer.flush(timeoutMilliseconds: 30_000)
+        try Self.publishAll(to: broker, count: 200, users: 7)
         var config = ConsumerConfiguration()
         config.groupID = "seek-test"
         let consumer = try KafkaConsumer(connection: KafkaConnection(bootstrapServers: broker.bootstrapServers), configuration: config, logger: .silent)
