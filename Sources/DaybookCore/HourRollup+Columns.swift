@@ -115,29 +115,9 @@ extension HourRollup {
                                 }
                                 let value = f.value[index]
                                 let contribution = whole ? value : value * (Double(nanos) / Double(f.end[index] - f.start[index]))
-                                let source = f.source[index]
-                                var k = first
-                                while k < cellSources.count, cellSources[k] != source { k += 1 }
-                                if k < cellSources.count {
-                                    cellRaws[k] += contribution
-                                } else {
-                                    cellSources.append(source)
-                                    cellRaws.append(contribution)
-                                }
+                                HourRollup.addToCell(contribution, of: f.source[index], from: first, sources: &cellSources, raws: &cellRaws)
                             }
-                            if cellSources.count - first > 1 {
-                                for c in (first + 1)..<cellSources.count {
-                                    let (source, raw) = (cellSources[c], cellRaws[c])
-                                    var j = c
-                                    while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
-                                        cellSources[j] = cellSources[j - 1]
-                                        cellRaws[j] = cellRaws[j - 1]
-                                        j -= 1
-                                    }
-                                    cellSources[j] = source
-                                    cellRaws[j] = raw
-                                }
-                            }
+                            HourRollup.sortCells(from: first, byRank: rank, sources: &cellSources, raws: &cellRaws)
                             distinct.append(key)
                             cellEnds.append(cellSources.count)
                         }

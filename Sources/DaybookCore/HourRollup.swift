@@ -107,30 +107,9 @@ enum HourRollup {
                 }
                 let value = records[index].value
                 let contribution = whole ? value : value * (Double(nanos) / Double(records[index].end - records[index].start))
-                let source = records[index].source
-                var k = first
-                while k < cellSources.count, cellSources[k] != source { k += 1 }
-                if k < cellSources.count {
-                    cellRaws[k] += contribution
-                } else {
-                    cellSources.append(source)
-                    cellRaws.append(contribution)
-                }
+                addToCell(contribution, of: records[index].source, from: first, sources: &cellSources, raws: &cellRaws)
             }
-            // By rank, stably (an insertion sort: an hour has a few sources).
-            if cellSources.count - first > 1 {
-                for c in (first + 1)..<cellSources.count {
-                    let (source, raw) = (cellSources[c], cellRaws[c])
-                    var j = c
-                    while j > first, rank[Int(source)] < rank[Int(cellSources[j - 1])] {
-                        cellSources[j] = cellSources[j - 1]
-                        cellRaws[j] = cellRaws[j - 1]
-                        j -= 1
-                    }
-                    cellSources[j] = source
-                    cellRaws[j] = raw
-                }
-            }
+            sortCells(from: first, byRank: rank, sources: &cellSources, raws: &cellRaws)
             keys.append(key)
             cellEnds.append(cellSources.count)
         }
@@ -336,5 +315,40 @@ enum HourRollup {
             }
         }
         return out
+    }
+}
+
+extension HourRollup {
+    /// Adds `contribution` to `source`'s cell among an hour's cells (those from `first` on),
+    /// a new cell when the hour has none of that source yet. Both rollups sum this way.
+    @inline(__always)
+    static func addToCell(_ contribution: Double, of source: Int32, from first: Int, sources: inout [Int32], raws: inout [Double]) {
+        var k = first
+        while k < sources.count, sources[k] != source { k += 1 }
+        if k < sources.count {
+            raws[k] += contribution
+        } else {
+            sources.append(source)
+            raws.append(contribution)
+        }
+    }
+
+    /// Puts an hour's cells (from `first` on) in the order of their sources' ranks, stably:
+    /// an insertion sort, as an hour has a few sources.
+    @inline(__always)
+    static func sortCells<Ranks: RandomAccessCollection<Int32>>(from first: Int, byRank rank: Ranks, sources: inout [Int32], raws: inout [Double])
+    where Ranks.Index == Int {
+        guard sources.count - first > 1 else { return }
+        for c in (first + 1)..<sources.count {
+            let (source, raw) = (sources[c], raws[c])
+            var j = c
+            while j > first, rank[rank.startIndex + Int(source)] < rank[rank.startIndex + Int(sources[j - 1])] {
+                sources[j] = sources[j - 1]
+                raws[j] = raws[j - 1]
+                j -= 1
+            }
+            sources[j] = source
+            raws[j] = raw
+        }
     }
 }
