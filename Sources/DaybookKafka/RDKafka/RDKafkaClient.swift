@@ -102,32 +102,17 @@ final class RDKafkaClient {
     /// the latest, as `rd_kafka_query_watermark_offsets` asks for one partition).
     func watermarks(of partitions: [TopicPartition], timeoutMilliseconds: Int32) throws(KafkaError) -> [TopicPartition: (low: Int64, high: Int64)] {
         guard !partitions.isEmpty else { return [:] }
-        func ask(_ end: Int64) throws(KafkaError) -> [TopicPartition: Int64] {
-            let list = PartitionList.make(partitions, offsets: Dictionary(uniqueKeysWithValues: partitions.map { ($0, end) }))
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            let code = rd_kafka_offsets_for_times(handle, list, timeoutMilliseconds)
-            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw RDKafkaClient.error(code, "watermarks of \(partitions.count) partitions", kind: .broker)
-            }
-            var out: [TopicPartition: Int64] = [:]
-            for i in 0..<Int(list.pointee.cnt) {
-                let e = list.pointee.elems[i]
-                let tp = TopicPartition(String(cString: e.topic), e.partition)
-                guard e.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw RDKafkaClient.error(e.err, "watermarks of \(tp)", kind: .broker)
-                }
-                guard e.offset >= 0 else {
-                    throw KafkaError(.broker, "watermarks of \(tp): the broker answered offset \(e.offset)")
-                }
-                out[tp] = e.offset
-            }
-            return out
-        }
-        let low = try ask(-2), high = try ask(-1)
+        func what(_ subject: String) -> String { "watermarks of \(subject)" }
+        let all = "\(partitions.count) partitions"
+        let low = try listOffsets(partitions, at: -2, timeoutMilliseconds: timeoutMilliseconds, all: all, what)
+        let high = try listOffsets(partitions, at: -1, timeoutMilliseconds: timeoutMilliseconds, all: all, what)
         var out: [TopicPartition: (low: Int64, high: Int64)] = [:]
         for tp in partitions {
             guard let l = low[tp], let h = high[tp] else {
                 throw KafkaError(.broker, "watermarks of \(tp): the brokers did not answer for it")
+            }
+            guard l >= 0, h >= 0 else {
+                throw KafkaError(.broker, "watermarks of \(tp): the broker answered offset \(min(l, h))")
             }
             out[tp] = (l, h)
         }
@@ -139,20 +124,27 @@ final class RDKafkaClient {
     /// nil where the broker says no message is that late.
     func offsetsForTimes(_ partitions: [TopicPartition], milliseconds: Int64,
                          timeoutMilliseconds: Int32) throws(KafkaError) -> [TopicPartition: Int64?] {
-        let list = PartitionList.make(partitions, offsets: Dictionary(uniqueKeysWithValues: partitions.map { ($0, milliseconds) }))
+        try listOffsets(partitions, at: milliseconds, timeoutMilliseconds: timeoutMilliseconds,
+                        all: partitions.map(\.description).joined(separator: ", ")) { "looking up offsets by time in \($0)" }
+            .mapValues { $0 >= 0 ? $0 : nil }
+    }
+
+    /// `rd_kafka_offsets_for_times` with one ListOffsets "timestamp" for every partition (a
+    /// time in ms since 1970, or -2 for the earliest offset, -1 for the latest): each
+    /// partition's offset as the broker answered it, negative for none. An error names the
+    /// call as `what(all)`, or `what` of the partition it came with.
+    private func listOffsets(_ partitions: [TopicPartition], at timestamp: Int64, timeoutMilliseconds: Int32,
+                             all: String, _ what: (String) -> String) throws(KafkaError) -> [TopicPartition: Int64] {
+        let list = PartitionList.make(partitions, offsets: Dictionary(uniqueKeysWithValues: partitions.map { ($0, timestamp) }))
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let code = rd_kafka_offsets_for_times(handle, list, Int32(timeoutMilliseconds))
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw RDKafkaClient.error(code, "looking up offsets by time in \(partitions.map(\.description).joined(separator: ", "))", kind: .broker)
-        }
-        var out: [TopicPartition: Int64?] = [:]
+        let code = rd_kafka_offsets_for_times(handle, list, timeoutMilliseconds)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(code, what(all), kind: .broker) }
+        var out: [TopicPartition: Int64] = [:]
         for i in 0..<Int(list.pointee.cnt) {
             let e = list.pointee.elems[i]
             let tp = TopicPartition(String(cString: e.topic), e.partition)
-            guard e.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw RDKafkaClient.error(e.err, "looking up offsets by time in \(tp)", kind: .broker)
-            }
-            out[tp] = e.offset >= 0 ? .some(e.offset) : .some(nil)
+            guard e.err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw RDKafkaClient.error(e.err, what(tp.description), kind: .broker) }
+            out[tp] = e.offset
         }
         return out
     }
