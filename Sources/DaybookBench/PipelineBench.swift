@@ -266,13 +266,15 @@ public enum PipelineBench {
     /// another. Nil when there is none.
     public static func naiveProjectorScript(executable: String) -> String? {
         if let named = ProcessInfo.processInfo.environment["DAYBOOK_NAIVE_PROJECTOR"], !named.isEmpty { return named }
+        // The binary's directory and three above it (.build/<triple>/release/daybook), then here.
+        var directories: [String] = []
         var directory = (executable as NSString).deletingLastPathComponent
-        var candidates = [FileManager.default.currentDirectoryPath + "/scripts/naive-projector.py"]
         for _ in 0..<4 {
-            candidates.insert(directory + "/scripts/naive-projector.py", at: candidates.count - 1)
+            directories.append(directory)
             directory = (directory as NSString).deletingLastPathComponent
         }
-        return candidates.first { access($0, R_OK) == 0 }
+        directories.append(FileManager.default.currentDirectoryPath)
+        return directories.map { $0 + "/scripts/naive-projector.py" }.first { access($0, R_OK) == 0 }
     }
 
     /// `daybook project --solo` and `kcat -C` under callgrind on `settings.callgrindEvents`

@@ -58,19 +58,12 @@ extension Projector {
         let partitions = try PartitionChoice.resolve(options.partitions, topic: options.topic, count: count)
         let asked = watermarks(of: partitions)
         // Opening a shard is mostly SQLite's file work (creating one, ~1.7 ms): all of them
-        // at once, over the cores. The first failure in partition order is thrown; the others'
-        // shards close with their workers.
-        let needed = partitions.filter { p in workers[p].map(\.broken) ?? true }
-        let made = Dictionary(uniqueKeysWithValues: zip(needed, needed.parallelMap { p in Result { try self.makeWorker(p) } }))
-        for partition in partitions {
-            let worker: PartitionWorker
-            if let result = made[partition] {
-                worker = opened(try result.get())
-            } else if let existing = workers[partition] {
-                worker = existing
-            } else {
-                continue // not reached: every partition without a worker is in `needed`
-            }
+        // at once, over the cores. A run starts with no worker (`finish` lets go of them all).
+        // The first failure in partition order is thrown; the others' shards close with
+        // their workers.
+        let made = partitions.parallelMap { p in Result { try self.makeWorker(p) } }
+        for (partition, result) in zip(partitions, made) {
+            let worker = opened(try result.get())
             let marks = try checkLog(worker.shard, asked: asked)
             workers[partition] = worker
             offsets[worker.partition] = worker.shard.nextOffset
@@ -236,7 +229,6 @@ extension Projector {
         return marks
     }
 
-    /// A re-read (`ProjectionRun.replay`) cannot start before the first offset the log still holds.
     /// The watermarks of these partitions, asked in one go for `checkLog`; empty when that
     /// failed (each is then asked on its own, whose error names its partition).
     func watermarks(of partitions: [Int32]) -> [TopicPartition: (low: Int64, high: Int64)] {
@@ -250,6 +242,7 @@ extension Projector {
         }
     }
 
+    /// A re-read (`ProjectionRun.replay`) cannot start before the first offset the log still holds.
     static func checkRereadStart(_ start: Int64, tp: TopicPartition, low: Int64) throws(ProjectorError) {
         guard start >= low else {
             throw ProjectorError(kind: .badRequest, message: "\(tp): offset \(start) is before the first offset the log still holds (\(low)); re-read from \(low) or later")

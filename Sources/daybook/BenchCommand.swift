@@ -165,9 +165,10 @@ enum BenchCommand: Subcommand {
             settings.uuids = uuids
             settings.config = arguments.value("--config")
             settings.callgrindEvents = try arguments.integer("--callgrind-events", default: settings.callgrindEvents, in: 0...2_000_000)
-            settings.naiveProjector = PipelineBench.naiveProjectorScript(executable: try PipelineBench.currentExecutable())
             do {
-                let figures = try PipelineBench.run(settings, daybook: try PipelineBench.currentExecutable()) { printError("bench: " + $0) }
+                let daybook = try PipelineBench.currentExecutable()
+                settings.naiveProjector = PipelineBench.naiveProjectorScript(executable: daybook)
+                let figures = try PipelineBench.run(settings, daybook: daybook) { printError("bench: " + $0) }
                 var out = OutputBuffer()
                 if !arguments.has("--json") {
                     for line in BenchReport.table(figures, settings) { out.line(line) }
