@@ -1,7 +1,7 @@
 import DaybookSupport
 
 /// A health metric Daybook totals, with its canonical unit and how it aggregates.
-public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable {
+public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable, BitwiseCopyable {
     case steps
     case activeEnergy = "active_energy"
     case distance

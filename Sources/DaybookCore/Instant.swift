@@ -2,7 +2,7 @@
 ///
 /// Integer nanoseconds keep interval arithmetic exact: piece lengths add up to the
 /// sample length to the nanosecond, so totals do not depend on how a timeline was cut.
-public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
+public struct Instant: Hashable, Comparable, Sendable, BitwiseCopyable, CustomStringConvertible {
     public var nanoseconds: Int64
 
     public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }

@@ -82,116 +82,95 @@ public final class Ledger {
     /// make dirty will read. Call it before applying a batch; between it and the end of the
     /// batch nothing is evicted. Does nothing for an in-memory ledger.
     public func load(for events: some Collection<Event>) throws {
-        try load(forStaged: events.map { Staged(event: $0, position: 0) })
+        _ = try load(StagedBatch(events))
     }
 
-    /// An event of a staged batch as a projection holds it, with its log position and Kafka
-    /// timestamp (`ShardProjection.apply`). Flat, not an `Event`: every `switch` that binds
-    /// an enum's payload copies it (four Strings retained and released, through value
-    /// witnesses: ~200 instructions a copy, four copies an event before this form), while
-    /// a flat struct's fields are read in place from the batch's storage.
-    public struct Staged: Sendable {
-        /// Which event it is; `sample` holds what that kind carries.
-        public enum Kind: UInt8, Sendable {
-            case added, deleted, checkedIn
-        }
-        /// `added`: the sample. `deleted`: its user and uuid. `checkedIn`: its user, source
-        /// and time (`start`). The other fields are placeholders.
-        public var sample: Sample
-        /// `checkedIn` only: the metrics the source said it syncs (nil: not said).
-        public var checkInMetrics: [Metric]?
-        public var position: Int64
-        /// The Kafka timestamp of its message (nil from a file).
-        public var deliveredAt: Instant?
-        /// Last, in the tail padding: the stride stays that of the `Event` form (136 bytes).
-        public var kind: Kind
+    /// What a staged batch's names are in this ledger, each resolved once however many of
+    /// the batch's events name it: the users' cached states, the sources' and zones' ids.
+    /// Made by `load(_:)` (or `context(for:)`) and used by `apply(_:at:context:dirty:storeLacks:)`
+    /// for the same batch, with no eviction between them.
+    public struct BatchContext {
+        /// Each event's uuid hash (`SampleUUID.hash64`; 0 for a check-in), computed by the
+        /// load; empty for an in-memory ledger, which loads nothing (apply hashes then).
+        public fileprivate(set) var hashes: [UInt64] = []
+        fileprivate var states: [UserState?]
+        fileprivate var sourceIDs: [Int32]
+        fileprivate var zoneIDs: [Int32]
 
-        /// (The profile still shows one copy of the staged form made here, ~280 instructions
-        /// an event; marking the init `@inlinable` did not remove it, and neither did reading
-        /// the bytes straight into this form: the copy moved into the reader's return.)
-        public init(event: consuming Event, position: Int64, deliveredAt: Instant? = nil) {
-            let zero = Instant(nanoseconds: 0)
-            // Each field set on its own (a tuple assignment builds the tuple, then copies it).
-            switch consume event {
-            case .sampleAdded(let sample):
-                kind = .added
-                self.sample = sample
-                checkInMetrics = nil
-            case .sampleDeleted(let user, let uuid):
-                kind = .deleted
-                sample = Sample(user: user, uuid: uuid, metric: .steps, source: "", start: zero, end: zero, value: 0, zone: "")
-                checkInMetrics = nil
-            case .sourceCheckedIn(let c):
-                kind = .checkedIn
-                sample = Sample(user: c.user, uuid: "", metric: .steps, source: c.source, start: c.at, end: c.at, value: 0, zone: "")
-                checkInMetrics = c.metrics
-            }
-            self.position = position
-            self.deliveredAt = deliveredAt
-        }
-
-        /// The event again (for one-off callers; the hot paths read the fields).
-        public var event: Event {
-            switch kind {
-            case .added: return .sampleAdded(sample)
-            case .deleted: return .sampleDeleted(user: sample.user, uuid: sample.uuid)
-            case .checkedIn: return .sourceCheckedIn(CheckIn(user: sample.user, source: sample.source, at: sample.start, metrics: checkInMetrics))
-            }
+        fileprivate init(names: Int) {
+            states = [UserState?](repeating: nil, count: names)
+            sourceIDs = [Int32](repeating: -1, count: names)
+            zoneIDs = [Int32](repeating: -1, count: names)
         }
     }
 
-    /// `load(for:)` of a staged batch, walked by index over the array's own storage (fields
-    /// read in place, no event copied).
-    /// - Returns: each staged event's uuid hash (`NameHash.of`; 0 for a check-in), which
-    ///   `apply(added:at:dirty:storeLacks:uuidHash:)` takes instead of hashing the uuid
-    ///   again; empty for an in-memory ledger, which loads nothing.
+    /// A batch's context without loading anything (an in-memory ledger's, or a batch the
+    /// caller knows needs nothing from the store).
+    public func context(for batch: StagedBatch) -> BatchContext {
+        BatchContext(names: batch.names.count)
+    }
+
+    /// Fetches from the store what applying the staged `batch` and then recomputing the days
+    /// it makes dirty will read (as `load(for:)`), walking the events' plain fields in place.
+    /// - Returns: the batch's context, with each event's uuid hash, for
+    ///   `apply(_:at:context:dirty:storeLacks:)`.
     @discardableResult
-    public func load(forStaged events: [Staged]) throws -> [UInt64] {
-        guard let store else { return [] }
+    public func load(_ batch: StagedBatch) throws -> BatchContext {
+        var context = BatchContext(names: batch.names.count)
+        guard let store else { return context }
         clock += 1
-        var hashes = [UInt64](repeating: 0, count: events.count)
-        try store.reading {
-            try events.withUnsafeBufferPointer { events in
-                try hashes.withUnsafeMutableBufferPointer { try load(for: events, hashes: $0, from: store) }
-            }
-        }
-        return hashes
+        context.hashes = [UInt64](repeating: 0, count: batch.count)
+        try store.reading { try load(batch, into: &context, from: store) }
+        return context
     }
 
-    private func load(for events: UnsafeBufferPointer<Staged>, hashes: UnsafeMutableBufferPointer<UInt64>, from store: any LedgerStore) throws {
+    /// The cached state of name `user` of the batch, resolved once per batch.
+    @inline(__always)
+    private func state(_ user: Int32, in context: inout BatchContext, of batch: StagedBatch) -> UserState {
+        if let state = context.states[Int(user)] { return state }
+        let state = self.user(batch.name(user))
+        context.states[Int(user)] = state
+        return state
+    }
+
+    private func load(_ batch: StagedBatch, into context: inout BatchContext, from store: any LedgerStore) throws {
         // 1. Each uuid's stored state, for the uuids the cache does not know.
         // Per user (by identity: no id hashed again), the uuids to look up; a uuid twice in
         // the batch is asked twice and answered once.
         var unknown: [ObjectIdentifier: (user: String, state: UserState, uuids: [String])] = [:]
-        // What step 2 needs of each sample event, gathered here: an `Event` is copied
-        // whenever it is switched over, and its uuid would be hashed again.
+        // What step 2 needs of each sample event, gathered here, so that its uuid is not
+        // hashed again.
         var pending: [Pending] = []
-        pending.reserveCapacity(events.count)
-        for i in events.indices {
-            // Fields read in place: nothing of the event is copied but its user and uuid.
-            let kind = events[i].kind
-            if kind == .checkedIn { continue } // no sample state
-            let uuid = events[i].sample.compactUUID, userID = events[i].sample.user
+        pending.reserveCapacity(batch.count)
+        for i in batch.events.indices {
+            let e = batch.events[i] // plain data: a copy retains nothing
+            if e.kind == .checkedIn { continue } // no sample state
             var added: (metric: Metric, days: ClosedRange<Int32>)?
-            if kind == .added {
-                let metric = events[i].sample.metric
-                added = (metric, Ledger.loadRange(start: events[i].sample.start.nanoseconds, end: events[i].sample.end.nanoseconds, metric: metric))
+            if e.kind == .added {
+                added = (e.metric, Ledger.loadRange(start: e.start.nanoseconds, end: e.end.nanoseconds, metric: e.metric))
             }
-            var isNew = false
-            let state = user(userID, created: &isNew)
-            // A user the store has nothing of is wholly in the cache from now until evicted:
-            // every row of theirs is written through this ledger.
-            if isNew {
-                let none = try !store.hasEntries(user: userID)
-                state.complete = none
-                state.uuidsKnown = none
+            let state: UserState
+            if let known = context.states[Int(e.user)] {
+                state = known
+            } else {
+                var isNew = false
+                let userID = batch.name(e.user)
+                state = user(userID, created: &isNew)
+                context.states[Int(e.user)] = state
+                // A user the store has nothing of is wholly in the cache from now until evicted:
+                // every row of theirs is written through this ledger.
+                if isNew {
+                    let none = try !store.hasEntries(user: userID)
+                    state.complete = none
+                    state.uuidsKnown = none
+                }
             }
-            let key = UUIDKey(uuid)
+            let key = UUIDKey(batch.uuid(of: e))
             if state.uuids[key] == nil, state.storeMayHold(key) {
-                unknown[ObjectIdentifier(state), default: (userID, state, [])].uuids.append(uuid.text)
+                unknown[ObjectIdentifier(state), default: (batch.name(e.user), state, [])].uuids.append(key.uuid.text)
             }
-            hashes[i] = key.hash
-            pending.append(Pending(state: state, user: userID, uuid: key, added: added))
+            context.hashes[i] = key.hash
+            pending.append(Pending(state: state, user: e.user, uuid: key, added: added))
         }
         for (userID, state, uuids) in unknown.values {
             for (uuid, entry) in try store.entries(user: userID, uuids: uuids) {
@@ -214,9 +193,9 @@ public final class Ledger {
         // 2. The samples near every version an event adds or replaces: the days each needs,
         // gathered per (user, metric) and merged where they overlap or touch, so that a batch
         // probes each window once however many of its events need it.
-        var needs: [NeedKey: (state: UserState, user: String, days: [ClosedRange<Int32>])] = [:]
+        var needs: [NeedKey: (state: UserState, user: Int32, days: [ClosedRange<Int32>])] = [:]
         var lastNeed: (key: NeedKey, days: ClosedRange<Int32>)?
-        func need(_ state: UserState, _ userID: String, _ metric: Metric, _ days: ClosedRange<Int32>) {
+        func need(_ state: UserState, _ userID: Int32, _ metric: Metric, _ days: ClosedRange<Int32>) {
             let key = NeedKey(state: ObjectIdentifier(state), metric: metric)
             if let last = lastNeed, last.key == key, last.days == days { return } // the usual case: the same days again
             lastNeed = (key, days)
@@ -237,15 +216,16 @@ public final class Ledger {
         }
         for (key, need) in needs {
             for days in Ledger.merged(need.days) {
-                try ensureLoaded(days, metric: key.metric, state: need.state, user: need.user, store: store)
+                try ensureLoaded(days, metric: key.metric, state: need.state, user: batch.name(need.user), store: store)
             }
         }
     }
 
-    /// A sample event of a batch being loaded: its user and uuid, and what an add needs.
+    /// A sample event of a batch being loaded: its user (a name of the batch) and uuid, and
+    /// what an add needs.
     private struct Pending {
         var state: UserState
-        var user: String
+        var user: Int32
         var uuid: UUIDKey
         var added: (metric: Metric, days: ClosedRange<Int32>)?
     }
@@ -478,7 +458,7 @@ public final class Ledger {
     /// projection that has already taken the sample out of its event passes it on: taking
     /// it out again copies it).
     /// - Parameter uuidHash: `sample.compactUUID.hash64` when the caller has it (what
-    ///   `load(forStaged:)` returned for the event), else nil.
+    ///   `load(_:)` returned in its context for the event), else nil.
     @discardableResult
     public func apply(added sample: Sample, at position: Int64, dirty: inout DirtyDays, storeLacks: inout Bool,
                       uuidHash: UInt64? = nil) -> Bool {
@@ -503,6 +483,49 @@ public final class Ledger {
         state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
         liveSampleCount += 1
         collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
+        return true
+    }
+
+    /// `apply(added:at:dirty:storeLacks:uuidHash:)` of the `sample-added` event `i` of a
+    /// staged batch, at its position, through the batch's `context` (from `load(_:)` or
+    /// `context(for:)`): its user, source and zone are resolved once per batch, and
+    /// nothing of the event is copied but plain fields.
+    @discardableResult
+    public func apply(_ batch: StagedBatch, at i: Int, context: inout BatchContext, dirty: inout DirtyDays,
+                      storeLacks: inout Bool) -> Bool {
+        let e = batch.events[i]
+        let state = self.state(e.user, in: &context, of: batch)
+        let uuid = batch.uuid(of: e)
+        let uuidKey = context.hashes.isEmpty ? UUIDKey(uuid) : UUIDKey(uuid, hash: context.hashes[i])
+        let current = state.uuids[uuidKey]
+        storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
+        if case .tombstoned? = current { return false }
+        var source = context.sourceIDs[Int(e.source)]
+        if source < 0 {
+            source = intern(source: batch.name(e.source))
+            context.sourceIDs[Int(e.source)] = source
+        }
+        var zone = context.zoneIDs[Int(e.zone)]
+        if zone < 0 {
+            zone = intern(zone: batch.name(e.zone))
+            context.zoneIDs[Int(e.zone)] = zone
+        }
+        let record = Record(start: e.start.nanoseconds, end: e.end.nanoseconds, value: e.value, seq: e.position,
+                            version: e.version, source: source, zone: zone, uuid: uuid)
+        if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
+            if e.version < existing.version {
+                staleResendCount += 1
+                return false // A stale re-send: the version in force is newer.
+            }
+            if metric == e.metric, existing.sameContent(as: record) {
+                return false // Redelivery of the version in force: nothing changes.
+            }
+            remove(existing, metric: metric, from: state, userID: batch.name(e.user), dirty: &dirty)
+        }
+        state.uuids[uuidKey] = .live(metric: e.metric, seq: e.position)
+        state.metrics[e.metric, default: MetricState()].insert(record, cumulative: e.metric.isCumulative, zones: zones)
+        liveSampleCount += 1
+        collectDirty(record, metric: e.metric, state: state, user: batch.name(e.user), into: &dirty)
         return true
     }
 

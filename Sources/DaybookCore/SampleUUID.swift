@@ -36,6 +36,10 @@ public struct SampleUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// The empty text (a placeholder: the event format refuses an empty uuid).
     public init() { form = .text("") }
 
+    /// The uuid of this form (a staged batch gives its uuids back: `StagedBatch`).
+    @inline(__always)
+    init(form: Form) { self.form = form }
+
     /// The uuid spelled `text`.
     public init(_ text: String) {
         var copy = text

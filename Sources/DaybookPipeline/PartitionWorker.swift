@@ -49,7 +49,7 @@ final class PartitionWorker {
     /// over several polls to thousands of events (one load and one commit for all of them)
     /// while librdkafka's buffers go back after each poll. Nothing staged is in the shard:
     /// dropped (a revoked partition, a failure, a stop), it is read again from the shard's offset.
-    private var staged: [Ledger.Staged] = []
+    private var staged = StagedBatch()
     private var stagedDeadLetters: [Shard.DeadLetter] = []
     /// The offset after the last staged message; nil while nothing is staged.
     private(set) var stagedEnd: Int64?
@@ -57,25 +57,12 @@ final class PartitionWorker {
     private var stagedTimestamp: Int64?
     /// Staged events and dead letters.
     var stagedCount: Int { staged.count + stagedDeadLetters.count }
-    /// The size of what is staged: each event's slot and the heap its strings take (dead
-    /// letters, rare, are not counted).
-    private(set) var stagedBytes = 0
-
-    /// A staged event's bytes: its slot in the array and each string too long to be stored
-    /// inline (more than 15 UTF-8 bytes), rounded as malloc rounds, with its header.
-    /// Its fields are read in place, nothing copied.
-    static func stagedSize(of staged: borrowing Ledger.Staged) -> Int {
-        func heap(_ s: String) -> Int { s.utf8.count > 15 ? (s.utf8.count + 32 + 15) & ~15 : 0 }
-        // A canonical uuid is 16 bytes inside the slot; only another text has a String.
-        func heap(_ u: SampleUUID) -> Int { u.canonical == nil ? heap(u.text) : 0 }
-        var bytes = MemoryLayout<Ledger.Staged>.stride
-        switch staged.kind {
-        case .added: bytes += heap(staged.sample.user) + heap(staged.sample.compactUUID) + heap(staged.sample.source) + heap(staged.sample.zone)
-        case .deleted: bytes += heap(staged.sample.user) + heap(staged.sample.compactUUID)
-        case .checkedIn: bytes += heap(staged.sample.user) + heap(staged.sample.source) + 16 * (staged.checkInMetrics?.count ?? 0)
-        }
-        return bytes
-    }
+    /// The size of what is staged: each event's slot and the names of the batch, each once
+    /// (`StagedBatch.bytes`; dead letters, rare, are not counted).
+    var stagedBytes: Int { staged.bytes }
+    /// Per name of the staged batch: whether it was found to be a user of this partition
+    /// (each user is placed once per batch, not once per event).
+    private var placedUsers: [Bool] = []
     /// When the oldest staged message was staged (a live stream commits within a bound).
     private(set) var stagedSince: ContinuousClock.Instant?
 
@@ -103,14 +90,13 @@ final class PartitionWorker {
         let messages = stopOffset.map { stop in messages.prefix { $0.offset < stop } } ?? messages
         let decoder = EventDecoder()
         var zones = ZoneMemo()
-        var homeUsers = RecentNames<Void>(capacity: 8)
         // Asked once, not per message: comparing an optional clock instant with nil copies it.
         var timing = stagedSince != nil
         // Room for the whole poll at once: each doubling of a growing array moves every
         // staged event again (~250 instructions an event over a batch). Still at least
         // doubling: an exact reserve per small poll would move the batch on every poll.
         let needed = staged.count + messages.count
-        if needed > staged.capacity { staged.reserveCapacity(max(needed, 2 * staged.capacity)) }
+        if needed > staged.events.capacity { staged.reserveCapacity(max(needed, 2 * staged.events.capacity)) }
         for message in messages {
             guard message.offset >= from else {
                 skipped += 1 // already in the shard or the batch (redelivered after a seek or rebalance)
@@ -127,37 +113,37 @@ final class PartitionWorker {
             let decoded = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
                 : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes, zones: &zones) } }
-            // Consumed: the event is moved into its staged form, not copied.
             switch consume decoded {
             case .failure(let error):
                 stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                           reason: error.description, code: error.code.rawValue))
             case .success(let event):
-                // Staged at once: from here its fields are read in place (a `switch` over the
-                // `Event` would copy its Strings each time).
-                let item = Ledger.Staged(event: event, position: message.offset,
+                // Staged at once, its names kept once per batch: from here its fields are plain data.
+                let user = staged.append(event, position: message.offset,
                                          deliveredAt: message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) })
                 // Byte for byte: String's == would take a differently normalized key for the user.
-                if message.withKey({ key in !key.isEmpty && !NameHash.sameBytes(key, item.sample.user) }) {
+                if message.withKey({ key in !key.isEmpty && !NameHash.sameBytes(key, staged.name(user)) }) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
                     stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(item.sample.user)); publish events keyed by user",
+                                                              reason: "key: \(JSONWriter.quoted(keyUser)) is not the event's user \(JSONWriter.quoted(staged.name(user))); publish events keyed by user",
                                                               code: "key_mismatch"))
+                    staged.removeLast()
                     continue
                 }
-                // A partition's messages name a few users over and over: those already found at
-                // home are compared, not hashed again.
-                if let placement, homeUsers.value(of: item.sample.user) == nil {
-                    if let reason = Self.misplacement(of: item.sample.user, in: partition, placement) {
-                        stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
-                                                                  reason: reason, code: "wrong_partition"))
-                        continue
+                // A partition's messages name a few users over and over: each is placed once a batch.
+                if let placement {
+                    if placedUsers.count < staged.names.count { placedUsers += repeatElement(false, count: staged.names.count - placedUsers.count) }
+                    if !placedUsers[Int(user)] {
+                        if let reason = Self.misplacement(of: staged.name(user), in: partition, placement) {
+                            stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
+                                                                      reason: reason, code: "wrong_partition"))
+                            staged.removeLast()
+                            continue
+                        }
+                        placedUsers[Int(user)] = true
                     }
-                    homeUsers.note(item.sample.user, ())
                 }
-                stagedBytes += Self.stagedSize(of: item)
-                staged.append(item)
             }
         }
         return (skipped, reread)
@@ -181,11 +167,11 @@ final class PartitionWorker {
 
     /// Forgets what is staged (its messages are read again from the shard's offset).
     func dropStaged() {
-        staged.removeAll(keepingCapacity: false)
+        staged.removeAll()
+        placedUsers = []
         stagedDeadLetters.removeAll(keepingCapacity: false)
         stagedEnd = nil
         stagedTimestamp = nil
-        stagedBytes = 0
         stagedSince = nil
     }
 

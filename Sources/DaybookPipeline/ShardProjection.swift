@@ -28,7 +28,7 @@ public final class ShardProjection {
     ///
     /// Each event's `deliveredAt` (its Kafka timestamp; nil from a file) is when a
     /// `sample-added` showed its source alive, for the sync state (`SourceSync`).
-    public func apply(_ events: [Ledger.Staged], deadLetters: [Shard.DeadLetter] = [],
+    public func apply(_ events: StagedBatch, deadLetters: [Shard.DeadLetter] = [],
                       rereadBelow: Int64 = .min, nextPosition: Int64) throws -> BatchOutcome {
         try apply(events, deadLetters: deadLetters, rereadBelow: rereadBelow, nextPosition: nextPosition, recordingSync: true)
     }
@@ -49,14 +49,15 @@ public final class ShardProjection {
             let (page, next) = try shard.storedSamples(after: cursor, limit: pageSize)
             guard let next else { break }
             cursor = next
-            let events = page.map { Ledger.Staged(event: .sampleAdded($0.sample), position: $0.seq) }
+            var events = StagedBatch()
+            for (sample, seq) in page { events.append(.sampleAdded(sample), position: seq) }
             rows += try apply(events, deadLetters: [], rereadBelow: .max, nextPosition: shard.nextOffset, recordingSync: false).rows.count
         }
         try shard.markRowsRecomputed()
         return rows
     }
 
-    private func apply(_ events: [Ledger.Staged], deadLetters: [Shard.DeadLetter],
+    private func apply(_ events: StagedBatch, deadLetters: [Shard.DeadLetter],
                        rereadBelow: Int64, nextPosition: Int64, recordingSync: Bool) throws -> BatchOutcome {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
@@ -64,10 +65,10 @@ public final class ShardProjection {
         batch.upserts.reserveCapacity(events.count)
         batch.storeLacks.reserveCapacity(events.count)
         let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
-        // Each event's uuid hash, computed once by the load (empty for an in-memory ledger).
-        var uuidHashes: [UInt64] = []
+        // The batch's names resolved once, and each event's uuid hash computed once, by the load.
+        var context: Ledger.BatchContext
         do {
-            uuidHashes = try ledger.load(forStaged: events)
+            context = try ledger.load(events)
         } catch {
             fail()
             throw error
@@ -75,61 +76,56 @@ public final class ShardProjection {
         var outcome = BatchOutcome()
         var dirty = DirtyDays()
         let staleBefore = ledger.staleResendCount
-        // A run of one (user, source) pair's samples, merged into `batch.sync` once the pair
-        // changes: a sync delivers many samples of one source, and merging is order-free
-        // (`SourceSync.merge`), so the batch's table is probed once per run, not per event.
-        // Not an optional: binding the run out of one copied it at every event (the copy left
-        // the profile; the count moved less than between two runs).
-        var run = SourceSync(user: "", source: "")
-        var running = false
-        // Each staged event's fields are read where the batch holds them (`Ledger.Staged` is
-        // flat for this): only a changed sample is copied, into the store's batch.
-        events.withUnsafeBufferPointer { events in
-            for i in events.indices {
-                let position = events[i].position
-                // What the cache knew of the uuid before the event changed it.
-                var storeLacks = false
-                switch events[i].kind {
-                case .added:
-                    // Copied out once: an argument read through the buffer is copied at each call.
-                    let sample = events[i].sample
-                    let changed: Bool
-                    if position < rereadBelow {
-                        storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.compactUUID)
-                        changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
-                    } else {
-                        changed = ledger.apply(added: sample, at: position, dirty: &dirty, storeLacks: &storeLacks,
-                                               uuidHash: i < uuidHashes.count ? uuidHashes[i] : nil)
+        // What each (user, source) pair's samples say, gathered by the pair's names (two
+        // numbers, no String hashed) and merged into `batch.sync` once, at the end: noting
+        // is order-free (`SourceSync.merge`). The pair of the last sample is kept at hand: a
+        // sync delivers many samples of one source.
+        var runs: [SyncRun.Key: SyncRun] = [:]
+        var run = SyncRun()
+        // Each staged event is plain data (`Ledger.Staged`): reading one copies no reference.
+        for i in events.events.indices {
+            let e = events.events[i]
+            let position = e.position
+            // What the cache knew of the uuid before the event changed it.
+            var storeLacks = false
+            switch e.kind {
+            case .added:
+                let changed: Bool
+                if position < rereadBelow {
+                    let sample = events.sample(at: i)
+                    storeLacks = ledger.storeLacks(user: sample.user, uuid: sample.compactUUID)
+                    changed = ledger.reapply(added: sample, at: position, dirty: &dirty)
+                } else {
+                    changed = ledger.apply(events, at: i, context: &context, dirty: &dirty, storeLacks: &storeLacks)
+                }
+                if recordingSync {
+                    if !run.isOf(e) {
+                        if run.user >= 0 { runs[run.key] = run }
+                        run = runs[SyncRun(e).key] ?? SyncRun(e)
                     }
-                    if recordingSync {
-                        if !running || !NameHash.sameBytes(run.user, sample.user) || !NameHash.sameBytes(run.source, sample.source) {
-                            if running { Self.merge(run, into: &batch) }
-                            run = SourceSync(user: sample.user, source: sample.source)
-                            running = true
-                        }
-                        run.note(sample, deliveredAt: events[i].deliveredAt)
-                    }
-                    if changed {
-                        batch.upserts.append(Shard.Upsert(sample: sample, seq: position)) // its last use: moved, not copied
-                        batch.storeLacks.append(storeLacks)
-                    }
-                case .deleted:
-                    let event = Event.sampleDeleted(user: events[i].sample.user, uuid: events[i].sample.uuid)
-                    if position < rereadBelow {
-                        ledger.reapply(event, at: position, dirty: &dirty)
-                    } else {
-                        ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
-                    }
-                    batch.deletes.append((events[i].sample.user, events[i].sample.compactUUID))
-                case .checkedIn:
-                    // No sample state: the ledger has nothing to apply (`Ledger.apply`).
-                    if recordingSync, let life = SourceSync.signOfLife(events[i].event, deliveredAt: events[i].deliveredAt) {
-                        batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
-                    }
+                    run.note(e, names: events)
+                }
+                if changed {
+                    batch.upserts.append(Shard.Upsert(sample: events.sample(at: i), seq: position))
+                    batch.storeLacks.append(storeLacks)
+                }
+            case .deleted:
+                let event = events.event(at: i)
+                if position < rereadBelow {
+                    ledger.reapply(event, at: position, dirty: &dirty)
+                } else {
+                    ledger.apply(event, at: position, dirty: &dirty, storeLacks: &storeLacks)
+                }
+                batch.deletes.append((events.name(e.user), events.uuid(at: i)))
+            case .checkedIn:
+                // No sample state: the ledger has nothing to apply (`Ledger.apply`).
+                if recordingSync, let life = SourceSync.signOfLife(events.event(at: i), deliveredAt: e.deliveredAt) {
+                    batch.sync[SyncKey(user: life.user, source: life.source), default: life].merge(life)
                 }
             }
         }
-        if running { Self.merge(run, into: &batch) }
+        if run.user >= 0 { runs[run.key] = run }
+        for run in runs.values { run.merge(into: &batch, names: events) }
         outcome.applied += events.count
         outcome.staleResends = ledger.staleResendCount - staleBefore
         batch.rows = ledger.recompute(dirty.keys)
@@ -147,9 +143,56 @@ public final class ShardProjection {
         return outcome
     }
 
-    /// Merges a run of one (user, source) pair's samples into the batch's sync state.
-    private static func merge(_ run: SourceSync, into batch: inout Shard.Batch) {
-        batch.sync[SyncKey(user: run.user, source: run.source), default: SourceSync(user: run.user, source: run.source)].merge(run)
+    /// What a run of one (user, source) pair's `sample-added` events says of the pair
+    /// (`SourceSync.note` of each), kept in the batch's names until the run ends.
+    private struct SyncRun {
+        var user: Int32 = -1
+        var source: Int32 = -1
+        var delivered: Instant?
+        var newestEnd: Instant?
+        var zone: Int32 = -1
+        var metrics: UInt32 = 0
+
+        init() {}
+        init(_ e: Ledger.Staged) {
+            user = e.user
+            source = e.source
+        }
+
+        func isOf(_ e: Ledger.Staged) -> Bool { user == e.user && source == e.source }
+        var key: Key { Key(bits: UInt64(UInt32(bitPattern: user)) << 32 | UInt64(UInt32(bitPattern: source))) }
+
+        /// The pair's two names in one word, hashed by a multiply (no SipHash).
+        struct Key: Hashable {
+            var bits: UInt64
+            func hash(into hasher: inout Hasher) { hasher.combine(bits) }
+            func _rawHashValue(seed: Int) -> Int { NameHash.table(bits &* 0x9E37_79B9_7F4A_7C15, seed: seed) }
+        }
+
+        /// `SourceSync.note`: the latest delivery, the newest end (a tie goes to the greater
+        /// zone name, as `SourceSync` breaks it), the metric.
+        mutating func note(_ e: Ledger.Staged, names: StagedBatch) {
+            if let at = e.deliveredAt, delivered.map({ at > $0 }) ?? true { delivered = at }
+            if let newest = newestEnd {
+                if e.end > newest || (e.end == newest && e.zone != zone && names.name(e.zone) > names.name(zone)) {
+                    newestEnd = e.end
+                    zone = e.zone
+                }
+            } else {
+                newestEnd = e.end
+                zone = e.zone
+            }
+            metrics |= 1 << UInt32(e.metric.storageCode)
+        }
+
+        /// Merges the run into the batch's sync state (nothing for an empty run).
+        func merge(into batch: inout Shard.Batch, names: StagedBatch) {
+            guard user >= 0 else { return }
+            let sync = SourceSync(user: names.name(user), source: names.name(source), lastSampleDelivered: delivered,
+                                  newestSampleEnd: newestEnd, zone: zone < 0 ? nil : names.name(zone),
+                                  metrics: Set(Metric.allCases.filter { metrics & (1 << UInt32($0.storageCode)) != 0 }))
+            batch.sync[SyncKey(user: sync.user, source: sync.source), default: SourceSync(user: sync.user, source: sync.source)].merge(sync)
+        }
     }
 
     private func fail() {

@@ -87,3 +87,7 @@ public struct RecentNames<Value> {
         (a, b) = Representation.available ? unsafeBitCast(name, to: (UInt64, UInt64).self) : (0, 0)
     }
 }
+
+extension RecentNames: Sendable where Value: Sendable {}
+extension RecentNames.Slot: Sendable where Value: Sendable {}
+extension Representation: Sendable {}

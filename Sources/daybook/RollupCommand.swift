@@ -71,14 +71,14 @@ enum RollupCommand: Subcommand {
     /// Applies every valid line of `input` (position = line number) through `projection`,
     /// in batches, and returns how many lines were rejected.
     static func load(_ input: Files.Input, into projection: ShardProjection) throws -> Int {
-        var batch: [Ledger.Staged] = [] // a file has no delivery times
+        var batch = StagedBatch() // a file has no delivery times
         var lastLine = 0
         let rejected = try forEachAccepted(input) { event, number in
             lastLine = number
-            batch.append(Ledger.Staged(event: event, position: Int64(number)))
+            batch.append(event, position: Int64(number))
             if batch.count == batchSize {
                 _ = try projection.apply(batch, nextPosition: Int64(number) + 1)
-                batch.removeAll(keepingCapacity: true)
+                batch.removeAll()
             }
         }
         _ = try projection.apply(batch, nextPosition: Int64(lastLine) + 1)

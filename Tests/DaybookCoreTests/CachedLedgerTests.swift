@@ -145,19 +145,24 @@ import Testing
             .sampleDeleted(user: "ana", uuid: "a"),
             .sourceCheckedIn(CheckIn(user: "ana", source: "phone", at: Instant(nanoseconds: 1_714_560_000_000_000_000))),
         ]
-        let staged = events.enumerated().map { Ledger.Staged(event: $1, position: Int64($0)) }
+        let staged = StagedBatch(events)
         var rows: [[DayKey: DayTotal]] = []
         for withHashes in [true, false] {
             let ledger = Ledger(priority: LogGenerator.priority, store: MemoryStore(), cacheBudgetBytes: Int.max)
-            let hashes = try ledger.load(forStaged: staged)
-            #expect(hashes == [NameHash.of("a"), NameHash.of("c"), NameHash.of("a"), 0])
+            var context = try ledger.load(staged)
+            #expect(context.hashes == [NameHash.of("a"), NameHash.of("c"), NameHash.of("a"), 0])
             var dirty = DirtyDays()
-            for (i, item) in staged.enumerated() {
+            for i in 0..<staged.count {
                 var lacks = false
+                let item = staged.events[i]
                 if item.kind == .added {
-                    ledger.apply(added: item.sample, at: item.position, dirty: &dirty, storeLacks: &lacks, uuidHash: withHashes ? hashes[i] : nil)
+                    if withHashes {
+                        ledger.apply(staged, at: i, context: &context, dirty: &dirty, storeLacks: &lacks)
+                    } else {
+                        ledger.apply(added: staged.sample(at: i), at: item.position, dirty: &dirty, storeLacks: &lacks, uuidHash: nil)
+                    }
                 } else {
-                    ledger.apply(item.event, at: item.position, dirty: &dirty, storeLacks: &lacks)
+                    ledger.apply(staged.event(at: i), at: item.position, dirty: &dirty, storeLacks: &lacks)
                 }
             }
             #expect(ledger.isTombstoned(user: "ana", uuid: "a"))

@@ -45,7 +45,7 @@ struct ServeFixture {
         do {
             let shard = try Shard(directory: data, topic: "health-samples", partition: partition, fingerprint: SourcePriority.builtIn.fingerprint)
             let projection = ShardProjection(shard: shard, priority: .builtIn, cacheBudgetBytes: 1 << 20)
-            let events = try log.enumerated().map { i, line in Ledger.Staged(event: try EventDecoder().decode(line), position: Int64(i)) }
+            let events = StagedBatch(try log.map { try EventDecoder().decode($0) })
             _ = try projection.apply(events, nextPosition: Int64(events.count))
         }
         let roles = ProjectorRoles(member: "member-a", clientID: "daybook-a", host: "node-a", pid: 1, running: running, updatedAt: "2024-04-02T00:00:00Z",
