@@ -79,6 +79,25 @@ public struct EventDecoder: Sendable {
         // Well-formed events of the usual shape are read without building a tree; anything
         // else (including every invalid line) goes the general way, which names the fault.
         if let event = FastEventReader.event(bytes, zones: &zones) { return event }
+        return try decodeGenerally(bytes)
+    }
+
+    /// Decodes one line like `decode(_:zones:)` straight into `batch` at `position`: a valid
+    /// line of the usual shape without an `Event` or a String for a name the batch has
+    /// (`StagedBatch`); anything else the general way, which names the fault (nothing is
+    /// added then).
+    /// - Returns: the number of the event's user in the batch's names.
+    public func stage(_ bytes: UnsafeBufferPointer<UInt8>, into batch: inout StagedBatch, position: Int64, deliveredAt: Instant?,
+                      zones: inout ZoneMemo) throws(EventError) -> Int32 {
+        if let parsed = FastEventReader.parse(bytes, zones: &zones),
+           let user = batch.append(parsed, position: position, deliveredAt: deliveredAt) {
+            return user
+        }
+        return batch.append(try decodeGenerally(bytes), position: position, deliveredAt: deliveredAt)
+    }
+
+    /// The general way: a JSON tree, every rule checked in order, the fault named.
+    private func decodeGenerally(_ bytes: UnsafeBufferPointer<UInt8>) throws(EventError) -> Event {
         let json: JSONValue
         var integers: [String: Int64]? = [:]
         var texts: [String: String]? = [:]

@@ -21,10 +21,49 @@ enum FastEventReader {
     /// metric, unit or times; an id of ASCII (nearly every one) is NFC without a look.
     /// Complexity: O(n) in the line length, one pass.
     static func event(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) -> Event? {
+        guard let parsed = parse(bytes, zones: &zones) else { return nil }
+        switch parsed {
+        case .added(let user, let s):
+            guard let userName = name(user, &zones), let sampleID = sampleUUID(s.uuid), let sourceName = name(s.source, &zones),
+                  let zoneName = name(s.zone, &zones) else { return nil }
+            return .sampleAdded(Sample(user: userName, uuid: sampleID, metric: s.metric, source: sourceName,
+                                       start: s.start, end: s.end, value: s.value, zone: zoneName, version: s.version))
+        case .deleted(let user, let uuid):
+            guard let userName = name(user, &zones), let sampleID = id(uuid) else { return nil }
+            return .sampleDeleted(user: userName, uuid: sampleID)
+        }
+    }
+
+    /// A valid line of the usual shape, read and checked but with its names (user, uuid,
+    /// source, zone) left as the line's bytes: what `event` builds an `Event` from and a
+    /// `StagedBatch` numbers without making a String for a name it has. A name that is not
+    /// ASCII is checked where it is made (`id`): nil there sends the line the general way.
+    enum Parsed {
+        case added(user: Text, sample: ParsedSample)
+        case deleted(user: Text, uuid: Text)
+    }
+
+    /// A sample that passes every rule of `EventDecoder.validateSample` but the checks of
+    /// its names that are not ASCII, its value converted to the metric's unit.
+    struct ParsedSample {
+        var uuid: Text
+        var metric: Metric
+        var source: Text
+        var start: Instant
+        var end: Instant
+        var value: Double
+        var zone: Text
+        var version: Int64
+    }
+
+    /// `Parsed` of a line (pointing into `bytes`), or nil for anything but a valid line of
+    /// the usual shape. Complexity: O(n) in the line length, one pass.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, zones: inout ZoneMemo) -> Parsed? {
         guard let base = bytes.baseAddress else { return nil }
         var c = Cursor(base: base, count: bytes.count)
         var type: Text?, user: Text?, uuid: Text?
-        var sample: Sample?
+        var sample: ParsedSample?
+        var sawSample = false
         var seen = Members()
         guard c.open() else { return nil }
         if !c.closeAtOnce() {
@@ -43,10 +82,9 @@ enum FastEventReader {
                 case Key.schema:
                     guard seen.first(3), case .number(1)? = c.jsonNumber() else { return nil }
                 case Key.sample:
-                    // Assigned straight from the call (binding it first made a copy).
-                    guard seen.first(4) else { return nil }
-                    sample = validSample(&c, zones: &zones)
-                    if case .none = sample { return nil }
+                    guard seen.first(4), let s = validSample(&c, zones: &zones) else { return nil }
+                    sample = s
+                    sawSample = true
                 default:
                     guard seen.firstUnknown(key.text.string), c.skip(depth: 1) else { return nil }
                 }
@@ -57,21 +95,19 @@ enum FastEventReader {
         c.skipSpace()
         guard c.atEnd else { return nil }
         if type.is("sample-added") {
-            // Taken out of the optional, not copied: its Strings are not retained again.
-            guard uuid == nil, let name = name(user, &zones), var s = sample.take() else { return nil }
-            s.user = name
-            return .sampleAdded(s)
+            guard uuid == nil, let sample else { return nil }
+            return .added(user: user, sample: sample)
         }
         if type.is("sample-deleted") {
-            guard sample == nil, let uuid, !uuid.bytes.isEmpty, let name = name(user, &zones), let sampleID = id(uuid) else { return nil }
-            return .sampleDeleted(user: name, uuid: sampleID)
+            guard !sawSample, let uuid, !uuid.bytes.isEmpty else { return nil }
+            return .deleted(user: user, uuid: uuid)
         }
         return nil
     }
 
     /// A sample that passes every rule of `EventDecoder.validateSample`, computed as it
-    /// computes it (same conversions, same bounds), with an empty user; nil otherwise.
-    private static func validSample(_ c: inout Cursor, zones: inout ZoneMemo) -> Sample? {
+    /// computes it (same conversions, same bounds), its names as bytes; nil otherwise.
+    private static func validSample(_ c: inout Cursor, zones: inout ZoneMemo) -> ParsedSample? {
         var uuid: Text?, metricName: Text?, source: Text?, start: Text?, end: Text?, unit: Text?, zone: Text?
         var value: Double?
         var version: Int64 = 0
@@ -122,13 +158,11 @@ enum FastEventReader {
         guard EventDecoder.lastsAtMostAWeek(from: from, to: to), EventDecoder.admits(raw, for: metric) else { return nil }
         let converted = raw * factor
         guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
-        guard let sampleID = sampleUUID(uuid), let sourceName = name(source, &zones), let zoneName = name(zone, &zones) else { return nil }
         if !zones.contains(zone.bytes) {
-            guard ZoneRules.named(zoneName) != nil else { return nil }
+            guard let zoneName = id(zone), ZoneRules.named(zoneName) != nil else { return nil }
             zones.insert(zone.bytes)
         }
-        return Sample(user: "", uuid: sampleID, metric: metric, source: sourceName,
-                      start: from, end: to, value: converted, zone: zoneName, version: version)
+        return ParsedSample(uuid: uuid, metric: metric, source: source, start: from, end: to, value: converted, zone: zone, version: version)
     }
 
     /// The metric a name spells (`Metric.rawValue`), compared as bytes: nothing is built.
@@ -201,7 +235,7 @@ enum FastEventReader {
 
     /// An id or name as the event keeps it: ASCII as it stands; anything else only if it is
     /// valid UTF-8 in normalization form C (else nil, and the general path names the fault).
-    private static func id(_ text: Text) -> String? {
+    static func id(_ text: Text) -> String? {
         if text.ascii { return String(decoding: text.bytes, as: UTF8.self) }
         guard let string = String(validating: text.bytes, as: UTF8.self), EventDecoder.isNFC(string) else { return nil }
         return string

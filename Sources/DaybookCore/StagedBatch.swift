@@ -1,4 +1,9 @@
 import DaybookSupport
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension Ledger {
     /// An event of a staged batch as a projection holds it, with its log position and Kafka
@@ -70,8 +75,17 @@ public struct StagedBatch: Sendable {
     public private(set) var names: [String] = []
     /// The metric lists of the batch's check-ins (`Ledger.Staged.checkInMetrics`).
     private var metricLists: [[Metric]] = []
-    private var ids: [NameKey: Int32] = [:]
-    private var recent = RecentNames<Int32>(capacity: 8)
+    /// Every name's UTF-8 bytes, one after another, and where each lies: names are matched
+    /// against these (a line's bytes need no String to be found).
+    private var text: [UInt8] = []
+    private var spans: [Span] = []
+    /// Name by `NameHash` of its bytes (the first name of a hash; another one with the same
+    /// hash, never seen in practice, is found by a scan).
+    private var byHash: [HashKey: Int32] = [:]
+    /// The last few names found, by their first eight bytes and length: a partition's
+    /// events name a few users, sources and zones over and over.
+    private var recent: [Recent] = []
+    private var nextRecent = 0
     /// Heap bytes of the names and metric lists the batch holds (its events take
     /// `MemoryLayout<Ledger.Staged>.stride` each besides).
     public private(set) var nameBytes = 0
@@ -138,14 +152,20 @@ public struct StagedBatch: Sendable {
         events = []
         names = []
         metricLists = []
-        ids = [:]
-        recent = RecentNames(capacity: 8)
+        text = []
+        spans = []
+        byHash = [:]
+        recent = []
+        nextRecent = 0
         nameBytes = 0
     }
 
     /// Name `id` of the batch.
     @inline(__always)
     public func name(_ id: Int32) -> String { names[Int(id)] }
+
+    /// Whether name `id`'s UTF-8 bytes are `bytes` (a message's key against its user).
+    public func name(_ id: Int32, is bytes: UnsafeBufferPointer<UInt8>) -> Bool { same(bytes, Int(id)) }
 
     /// The uuid of event `i` (`added` or `deleted`).
     public func uuid(at i: Int) -> SampleUUID { uuid(of: events[i]) }
@@ -194,21 +214,121 @@ public struct StagedBatch: Sendable {
         }
     }
 
+    /// Adds the event of a line the fast reader parsed (`FastEventReader.parse`), its names
+    /// numbered from the line's bytes; nil (nothing added) when a name that is not ASCII is
+    /// not acceptable (the general path then names the fault).
+    /// - Returns: the name of its user.
+    mutating func append(_ parsed: FastEventReader.Parsed, position: Int64, deliveredAt: Instant?) -> Int32? {
+        let zero = Instant(nanoseconds: 0)
+        var staged = Ledger.Staged(kind: .added, metric: .steps, uuidForm: .none, delivered: deliveredAt != nil,
+                                   user: -1, source: -1, zone: -1, checkInMetrics: -1, uuidHigh: 0, uuidLow: 0,
+                                   start: zero, end: zero, value: 0, version: 0, position: position,
+                                   deliveredAtNanoseconds: deliveredAt?.nanoseconds ?? 0)
+        switch parsed {
+        case .added(let user, let sample):
+            guard let u = id(of: user), let source = id(of: sample.source), let zone = id(of: sample.zone),
+                  setUUID(sample.uuid, of: &staged) else { return nil }
+            staged.user = u
+            staged.source = source
+            staged.zone = zone
+            staged.metric = sample.metric
+            staged.start = sample.start
+            staged.end = sample.end
+            staged.value = sample.value
+            staged.version = sample.version
+        case .deleted(let user, let uuid):
+            guard let u = id(of: user), setUUID(uuid, of: &staged) else { return nil }
+            staged.kind = .deleted
+            staged.user = u
+        }
+        events.append(staged)
+        return staged.user
+    }
+
+    /// A uuid's text into `staged`: a canonical UUID as its 16 bytes, any other as a name.
+    private mutating func setUUID(_ text: FastEventReader.Text, of staged: inout Ledger.Staged) -> Bool {
+        if let canonical = SampleUUID(canonical: text.bytes) {
+            setUUID(canonical, of: &staged)
+            return true
+        }
+        guard let id = id(of: text) else { return false }
+        staged.uuidForm = .text
+        staged.uuidLow = UInt64(id)
+        return true
+    }
+
+    /// The number of a name read from a line: ASCII by its bytes; anything else only if it
+    /// is a name the event format accepts (`FastEventReader.id`), else nil.
+    private mutating func id(of text: FastEventReader.Text) -> Int32? {
+        if text.ascii { return id(of: text.bytes) { String(decoding: $0, as: UTF8.self) } }
+        guard let name = FastEventReader.id(text) else { return nil }
+        return id(of: name)
+    }
+
     /// The number of `name` in `names`, added if new.
     private mutating func id(of name: String) -> Int32 {
-        if let id = recent.value(of: name) { return id }
-        let key = NameKey(name)
-        let id: Int32
-        if let known = ids[key] {
+        var utf8 = name
+        return utf8.withUTF8 { bytes in id(of: bytes) { _ in name } }
+    }
+
+    /// The number of the name of these UTF-8 bytes, added (as `make` makes its String) if new.
+    private mutating func id(of bytes: UnsafeBufferPointer<UInt8>, make: (UnsafeBufferPointer<UInt8>) -> String) -> Int32 {
+        let count = bytes.count
+        var head: UInt64 = 0
+        withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes).prefix(8))) }
+        for r in recent where r.head == head && Int(r.count) == count {
+            if count <= 8 || same(bytes, Int(r.id)) { return r.id }
+        }
+        let hash = NameHash.of(UnsafeRawBufferPointer(bytes))
+        var id: Int32
+        if let known = byHash[HashKey(hash)], same(bytes, Int(known)) {
             id = known
+        } else if let other = spans.indices.first(where: { same(bytes, $0) }) {
+            id = Int32(other) // another name with the same hash as a first one
         } else {
             id = Int32(names.count)
-            names.append(name)
-            ids[key] = id
-            let count = name.utf8.count
-            nameBytes += 16 + 48 + (count > 15 ? (count + 32 + 15) & ~15 : 0)
+            names.append(make(bytes))
+            spans.append(Span(offset: text.count, count: count))
+            text.append(contentsOf: bytes)
+            if byHash[HashKey(hash)] == nil { byHash[HashKey(hash)] = id }
+            // Its String's slot, its heap storage when too long to be inline, its bytes and span.
+            nameBytes += 16 + (count > 15 ? (count + 32 + 15) & ~15 : 0) + count + 16 + 32
         }
-        recent.note(name, id)
+        let r = Recent(head: head, count: Int32(count), id: id)
+        if recent.count < 8 {
+            recent.append(r)
+        } else {
+            recent[nextRecent] = r
+            nextRecent = (nextRecent + 1) & 7
+        }
         return id
+    }
+
+    /// Whether name `id`'s bytes are `bytes`.
+    @inline(__always)
+    private func same(_ bytes: UnsafeBufferPointer<UInt8>, _ id: Int) -> Bool {
+        let span = spans[id]
+        guard span.count == bytes.count else { return false }
+        guard let base = bytes.baseAddress else { return true }
+        return text.withUnsafeBufferPointer { all in all.baseAddress.map { memcmp($0 + span.offset, base, span.count) == 0 } ?? false }
+    }
+
+    private struct Span {
+        var offset: Int
+        var count: Int
+    }
+
+    private struct Recent {
+        var head: UInt64
+        var count: Int32
+        var id: Int32
+    }
+
+    /// A `NameHash`, already mixed: hashed without SipHash.
+    private struct HashKey: Hashable {
+        var value: UInt64
+        init(_ value: UInt64) { self.value = value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+        func _rawHashValue(seed: Int) -> Int { NameHash.table(value, seed: seed) }
     }
 }

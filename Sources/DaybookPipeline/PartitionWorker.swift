@@ -109,20 +109,22 @@ final class PartitionWorker {
             }
             stagedEnd = message.offset + 1
             stagedTimestamp = message.timestamp ?? stagedTimestamp
-            // Decoded where librdkafka holds it: no copy of the payload.
-            let decoded = message.valueCount > EventDecoder.maximumEventBytes
+            // Decoded where librdkafka holds it, straight into the batch: no copy of the payload.
+            let staging = message.valueCount > EventDecoder.maximumEventBytes
                 ? .failure(EventError.lineTooLong(limit: EventDecoder.maximumEventBytes))
-                : message.withValue { bytes in Result { () throws(EventError) in try decoder.decode(bytes, zones: &zones) } }
-            switch consume decoded {
+                : message.withValue { bytes in
+                    Result { () throws(EventError) in
+                        try decoder.stage(bytes, into: &staged, position: message.offset,
+                                          deliveredAt: message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) }, zones: &zones)
+                    }
+                }
+            switch staging {
             case .failure(let error):
                 stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,
                                                           reason: error.description, code: error.code.rawValue))
-            case .success(let event):
-                // Staged at once, its names kept once per batch: from here its fields are plain data.
-                let user = staged.append(event, position: message.offset,
-                                         deliveredAt: message.timestamp.map { Instant(nanoseconds: $0 &* 1_000_000) })
+            case .success(let user):
                 // Byte for byte: String's == would take a differently normalized key for the user.
-                if message.withKey({ key in !key.isEmpty && !NameHash.sameBytes(key, staged.name(user)) }) {
+                if message.withKey({ key in !key.isEmpty && !staged.name(user, is: key) }) {
                     let keyUser = String(decoding: message.key, as: UTF8.self)
                     // A producer keyed it by someone else: per-user order is not guaranteed for it.
                     stagedDeadLetters.append(Shard.DeadLetter(offset: message.offset, key: message.key, payload: message.value,

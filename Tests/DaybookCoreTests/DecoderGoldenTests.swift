@@ -126,6 +126,26 @@ import Testing
             let result = input.bytes.withUnsafeBufferPointer { b in Result { () throws(EventError) in try EventDecoder().decode(b, zones: &shared) } }
             #expect(Self.describe(result) == line.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init), "\(input.name)")
         }
+        // Staged straight into a batch (`EventDecoder.stage`, the projector's path): the event
+        // the batch gives back, or the error, is the recorded answer for every input, with one
+        // batch and one memo for all of them, as a partition's batch shares them; a refused
+        // line adds nothing.
+        var batch = StagedBatch()
+        var memo = ZoneMemo()
+        for (input, line) in zip(inputs, got) {
+            let before = batch.count
+            let staged = input.bytes.withUnsafeBufferPointer { b in
+                Result { () throws(EventError) in try EventDecoder().stage(b, into: &batch, position: Int64(before), deliveredAt: nil, zones: &memo) }
+            }
+            let answer: Result<Event, EventError> = staged.map { _ in batch.event(at: before) }
+            #expect(Self.describe(answer) == line.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init), "\(input.name)")
+            switch staged {
+            case .success(let user):
+                #expect(batch.count == before + 1 && batch.name(user) == batch.event(at: before).user, "\(input.name)")
+            case .failure:
+                #expect(batch.count == before, "\(input.name)")
+            }
+        }
         // The direct path (bytes straight to an event) answers the usual lines, and only with
         // the event the JSON tree gives.
         var direct = 0

@@ -7,7 +7,8 @@
 // recompute of the dirty days, explain, and the JSON lines of the totals.
 //
 // Traps (findings) are Swift runtime traps (overflow, bounds) and these contracts:
-// - the fast path and the tree path give the same answer;
+// - the fast path and the tree path give the same answer, and so does staging the line
+//   into a batch (`EventDecoder.stage`, the projector's way);
 // - an accepted sample's instants format as RFC 3339 that parses back to the same instant;
 // - incremental rows (apply, recompute dirty days) equal the batch rows (allTotals);
 // - a deleted sample cannot come back, and its rows are recomputed as for the batch;
@@ -37,10 +38,25 @@ public func fuzzEventDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int3
     return 0
 }
 
-/// Decodes `bytes` the production way and the tree way; traps when they disagree.
+/// Decodes `bytes` the production way and the tree way; traps when they disagree. The
+/// production way is also taken the projector's way, staged straight into a batch
+/// (`EventDecoder.stage`), which must give the same event back or the same error.
 func decodeBothWays(_ bytes: UnsafeBufferPointer<UInt8>) -> Event? {
     let decoder = EventDecoder()
     let production = Result { () throws(EventError) in try decoder.decode(bytes) }
+    var batch = StagedBatch()
+    var zones = ZoneMemo()
+    let staged = Result { () throws(EventError) in try decoder.stage(bytes, into: &batch, position: 0, deliveredAt: nil, zones: &zones) }
+    switch (production, staged) {
+    case (.success(let a), .success(let user)):
+        guard batch.count == 1, batch.event(at: 0) == a, batch.name(user) == a.user else {
+            fatalError("staging gives another event: \(a) vs \(batch.isEmpty ? "nothing" : "\(batch.event(at: 0))")")
+        }
+    case (.failure(let a), .failure(let b)):
+        guard a == b, batch.isEmpty else { fatalError("staging rejects differently: \(a) vs \(b)") }
+    default:
+        fatalError("staging and decoding disagree: \(production) vs \(staged)")
+    }
     let tree: Result<Event, EventError>?
     var integers: [String: Int64]? = [:]
     var texts: [String: String]? = [:]
