@@ -979,8 +979,10 @@ enum UUIDState {
 private struct MetricTable {
     private var storage = [MetricState?](repeating: nil, count: Metric.allCases.count)
 
+    /// Read in place (`_read`): a `get` returned a copy of the state, retaining and
+    /// releasing its three tables at every `state.metrics[m]?.…` (3 of each an event).
     subscript(metric: Metric) -> MetricState? {
-        get { storage[metric.index] }
+        _read { yield storage[metric.index] }
         _modify { yield &storage[metric.index] }
     }
 
