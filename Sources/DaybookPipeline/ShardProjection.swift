@@ -62,7 +62,7 @@ public final class ShardProjection {
         precondition(!broken, "a broken projection must be reopened")
         var batch = Shard.Batch(nextOffset: nextPosition)
         batch.deadLetters = deadLetters
-        batch.upserts.reserveCapacity(events.count)
+        batch.stagedUpserts.reserveCapacity(events.count)
         batch.storeLacks.reserveCapacity(events.count)
         let cacheBefore = (hits: ledger.cacheHits, misses: ledger.cacheMisses, evictions: ledger.cacheEvictions)
         // The batch's names resolved once, and each event's uuid hash computed once, by the load.
@@ -106,7 +106,7 @@ public final class ShardProjection {
                     run.note(e, names: events)
                 }
                 if changed {
-                    batch.upserts.append(Shard.Upsert(sample: events.sample(at: i), seq: position))
+                    batch.stagedUpserts.append(Int32(i))
                     batch.storeLacks.append(storeLacks)
                 }
             case .deleted:
@@ -128,6 +128,7 @@ public final class ShardProjection {
         for run in runs.values { run.merge(into: &batch, names: events) }
         outcome.applied += events.count
         outcome.staleResends = ledger.staleResendCount - staleBefore
+        batch.staged = events
         batch.rows = ledger.recompute(dirty.keys)
         do {
             try shard.commit(batch)

@@ -101,26 +101,47 @@ extension Shard {
     /// Writes a batch's samples and tombstones (inside the batch's transaction): each pack it
     /// changes is read once, changed in memory and written once.
     /// - Returns: the longest span among the samples written.
-    func writeSamples(_ upserts: [Upsert], storeLacks: [Bool], deletes: [(user: String, uuid: SampleUUID)],
-                      nameID: (String) throws -> Int64) throws -> Int64 {
-        var work = PackWork(shard: self, expecting: upserts.count + deletes.count)
+    func writeSamples(_ upserts: [Upsert], staged: StagedBatch, stagedUpserts: [Int32], storeLacks: [Bool],
+                      deletes: [(user: String, uuid: SampleUUID)], nameID: (String) throws -> Int64) throws -> Int64 {
+        let count = upserts.count + stagedUpserts.count
+        var work = PackWork(shard: self, expecting: count + deletes.count)
         var longest: Int64 = 0
         // By index over the array's storage: a closure over each upsert copies it.
-        let upsertHashes = upserts.withUnsafeBufferPointer { upserts in
+        var upsertHashes = upserts.withUnsafeBufferPointer { upserts in
             upserts.indices.map { indexHash(upserts[$0].sample.user, upserts[$0].sample.compactUUID) }
         }
+        upsertHashes.reserveCapacity(count)
+        for e in stagedUpserts {
+            upsertHashes.append(indexHash(staged.name(staged.events[Int(e)].user), staged.uuid(at: Int(e))))
+        }
         let deleteHashes = deletes.map { indexHash($0.user, $0.uuid) }
-        let vouched = upserts.indices.map { $0 < storeLacks.count && storeLacks[$0] }
+        let vouched = (0..<count).map { $0 < storeLacks.count && storeLacks[$0] }
         // The uuids the ledger could not vouch for are looked up in the index together.
         var unvouched = deleteHashes
-        for i in upserts.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
+        for i in 0..<count where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
-        // Each sample borrowed where the array holds it (`write`): a copy of a sample retains
-        // its Strings and releases them again. Through the array, not an unsafe buffer: read
-        // through a pointer, the whole upsert was copied for the call.
         for i in upserts.indices {
-            let span = try write(upserts[i].sample, seq: upserts[i].seq, hash: upsertHashes[i], vouched: vouched[i],
-                                 into: &work, nameID: nameID)
+            // Fields read where the array holds them: a copy of an upsert retains its Strings.
+            let span = try write(user: upserts[i].sample.user, uuid: upserts[i].sample.compactUUID, metric: upserts[i].sample.metric,
+                                 source: try nameID(upserts[i].sample.source), zone: try nameID(upserts[i].sample.zone),
+                                 start: upserts[i].sample.start.nanoseconds, end: upserts[i].sample.end.nanoseconds,
+                                 value: upserts[i].sample.value, version: upserts[i].sample.version, seq: upserts[i].seq,
+                                 hash: upsertHashes[i], vouched: vouched[i], into: &work)
+            longest = max(longest, span)
+        }
+        // A staged batch's names in the store's numbering, each looked up once.
+        var storeIDs = [Int64](repeating: -1, count: stagedUpserts.isEmpty ? 0 : staged.names.count)
+        func storeID(_ name: Int32) throws -> Int64 {
+            if storeIDs[Int(name)] < 0 { storeIDs[Int(name)] = try nameID(staged.name(name)) }
+            return storeIDs[Int(name)]
+        }
+        for (k, e) in stagedUpserts.enumerated() {
+            let event = staged.events[Int(e)] // plain data
+            let i = upserts.count + k
+            let span = try write(user: staged.name(event.user), uuid: staged.uuid(at: Int(e)), metric: event.metric,
+                                 source: try storeID(event.source), zone: try storeID(event.zone),
+                                 start: event.start.nanoseconds, end: event.end.nanoseconds, value: event.value,
+                                 version: event.version, seq: event.position, hash: upsertHashes[i], vouched: vouched[i], into: &work)
             longest = max(longest, span)
         }
         for (i, (user, uuid)) in deletes.enumerated() {
@@ -134,17 +155,15 @@ extension Shard {
     }
 
     /// Puts one upserted sample in its pack (out of any pack or tombstone it was in); returns
-    /// its span (end − start).
-    private func write(_ sample: borrowing Sample, seq: Int64, hash: Int64, vouched: Bool, into work: inout PackWork,
-                       nameID: (String) throws -> Int64) throws -> Int64 {
-        let place = try work.locate(user: sample.user, uuid: sample.compactUUID, hash: hash, storeLacks: vouched)
-        if let old = place.pack { try work.remove(sample.compactUUID, of: sample.user, from: old, hash: hash) }
-        if place.tombstoned { try work.dropTombstone(user: sample.user, uuid: sample.compactUUID, hash: hash) }
-        let start = sample.start.nanoseconds, end = sample.end.nanoseconds
-        let key = PackKey(user: sample.user, metric: sample.metric.storageCode, day: SamplePack.day(ofStart: start))
-        try work.insert(PackedSample(uuid: sample.compactUUID, source: try nameID(sample.source), start: start, end: end,
-                                     value: sample.value, zone: try nameID(sample.zone), seq: seq, version: sample.version),
-                        of: sample.user, into: key, hash: hash)
+    /// its span (end − start). `source` and `zone` are the store's numbers of their names.
+    private func write(user: String, uuid: SampleUUID, metric: Metric, source: Int64, zone: Int64, start: Int64, end: Int64,
+                       value: Double, version: Int64, seq: Int64, hash: Int64, vouched: Bool, into work: inout PackWork) throws -> Int64 {
+        let place = try work.locate(user: user, uuid: uuid, hash: hash, storeLacks: vouched)
+        if let old = place.pack { try work.remove(uuid, of: user, from: old, hash: hash) }
+        if place.tombstoned { try work.dropTombstone(user: user, uuid: uuid, hash: hash) }
+        let key = PackKey(user: user, metric: metric.storageCode, day: SamplePack.day(ofStart: start))
+        try work.insert(PackedSample(uuid: uuid, source: source, start: start, end: end, value: value, zone: zone, seq: seq, version: version),
+                        of: user, into: key, hash: hash)
         return end - start
     }
 

@@ -428,9 +428,15 @@ public final class Shard {
     /// Everything one batch of messages changes, committed at once.
     public struct Batch {
         public var upserts: [Upsert] = []
-        /// Parallel to `upserts` (or empty): true where the caller knows that the store held
-        /// nothing of the sample's uuid before this batch (`Ledger.storeLacks`), so that
-        /// writing it needs no lookup. A wrong true would keep two versions of a uuid.
+        /// Samples written straight from a staged batch, after `upserts`: the numbers of its
+        /// `sample-added` events whose sample became the version in force, each at its position
+        /// (a projection's form: no `Sample` is made, each name is looked up once a batch).
+        public var staged = StagedBatch()
+        public var stagedUpserts: [Int32] = []
+        /// Parallel to `upserts` then `stagedUpserts` (or empty): true where the caller knows
+        /// that the store held nothing of the sample's uuid before this batch
+        /// (`Ledger.storeLacks`), so that writing it needs no lookup. A wrong true would keep
+        /// two versions of a uuid.
         public var storeLacks: [Bool] = []
         public var deletes: [(user: String, uuid: SampleUUID)] = []
         public var rows: [DayKey: DayTotal?] = [:]
@@ -488,7 +494,8 @@ public final class Shard {
                 added.append((name, id))
                 return id
             }
-            let longest = max(maxSpan, try writeSamples(batch.upserts, storeLacks: batch.storeLacks, deletes: batch.deletes, nameID: id))
+            let longest = max(maxSpan, try writeSamples(batch.upserts, staged: batch.staged, stagedUpserts: batch.stagedUpserts,
+                                                           storeLacks: batch.storeLacks, deletes: batch.deletes, nameID: id))
             if longest > maxSpan {
                 let span = try database.statement("INSERT OR REPLACE INTO meta (key, value) VALUES ('max_span_ns', ?)")
                 try span.bind(1, String(longest))
