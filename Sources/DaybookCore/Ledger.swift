@@ -35,6 +35,9 @@ public final class Ledger {
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
     private var users: [NameKey: UserState] = [:]
+    /// The store's numbers of source and zone names (`LedgerStore.records`) → the ledger's ids.
+    private var storeSources = IntTable<Int64, Int32>()
+    private var storeZones = IntTable<Int64, Int32>()
     /// Advances once per `load`: a user's `lastUse` says how recently it was needed.
     private var clock: UInt64 = 0
     /// Users whose estimated size may have changed since the last `evictIfOverBudget`.
@@ -289,10 +292,24 @@ public final class Ledger {
             var last = day
             while last < days.upperBound, !(state.metrics[metric]?.isLoaded(last + 1) ?? false) { last += 1 }
             cacheMisses += Int(last - day) + 1
-            let stored = try store.samples(user: userID, metric: metric, days: day...last)
+            // Records with the store's numbers of their names where the store has them (no
+            // Sample made, each name looked up once for the ledger's life), else samples.
+            let records = try store.records(user: userID, metric: metric, days: day...last)
+            let stored = records == nil ? try store.samples(user: userID, metric: metric, days: day...last) : []
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
             for d in day...last { metricState.dayUse[d] = clock }
+            if let records {
+                for r in records where metricState.records[r.seq] == nil {
+                    let key = UUIDKey(r.uuid)
+                    guard state.uuids[key] == nil else { continue }
+                    state.uuids[key] = .live(metric: metric, seq: r.seq)
+                    let record = Record(start: r.start, end: r.end, value: r.value, seq: r.seq, version: r.version,
+                                        source: try ledgerID(source: r.source, from: store), zone: try ledgerID(zone: r.zone, from: store),
+                                        uuid: r.uuid)
+                    metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
+                }
+            }
             // By index: a `for` over (sample, seq) pairs copied each through the runtime's
             // generic tuple witness; here a sample already cached is not copied at all.
             stored.withUnsafeBufferPointer { stored in
@@ -304,6 +321,22 @@ public final class Ledger {
             state.metrics[metric] = metricState
             day = last + 1
         }
+    }
+
+    /// The ledger's source id of the store's name number `number`, looked up once.
+    private func ledgerID(source number: Int64, from store: any LedgerStore) throws -> Int32 {
+        if let id = storeSources[number] { return id }
+        let id = intern(source: try store.name(numbered: number))
+        storeSources[number] = id
+        return id
+    }
+
+    /// The ledger's zone id of the store's name number `number`, looked up once.
+    private func ledgerID(zone number: Int64, from store: any LedgerStore) throws -> Int32 {
+        if let id = storeZones[number] { return id }
+        let id = intern(zone: try store.name(numbered: number))
+        storeZones[number] = id
+        return id
     }
 
     /// Puts a stored sample into the cache as the version in force of its uuid.
@@ -1238,6 +1271,38 @@ public protocol LedgerStore: AnyObject {
     /// cumulative metrics every sample overlapping one of them (an instant on its day), for
     /// heart rate every sample starting in them; each with its log position.
     func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)]
+    /// `samples(user:metric:days:)` with each sample's source and zone as the store's
+    /// numbers of their names (`name(numbered:)`), no `Sample` made; nil from a store that
+    /// does not number names (the ledger then reads `samples`). A number names one name for
+    /// the store's life.
+    func records(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [StoredRecord]?
+    /// The name the store numbered `number` (a `StoredRecord`'s source or zone).
+    func name(numbered number: Int64) throws -> String
+}
+
+/// A stored sample of a known user and metric as a store that numbers names keeps it
+/// (`LedgerStore.records`).
+public struct StoredRecord: Sendable {
+    public var uuid: SampleUUID
+    public var start: Int64
+    public var end: Int64
+    public var value: Double
+    public var version: Int64
+    public var seq: Int64
+    /// The store's numbers of the source's and the zone's names.
+    public var source: Int64
+    public var zone: Int64
+
+    public init(uuid: SampleUUID, start: Int64, end: Int64, value: Double, version: Int64, seq: Int64, source: Int64, zone: Int64) {
+        self.uuid = uuid
+        self.start = start
+        self.end = end
+        self.value = value
+        self.version = version
+        self.seq = seq
+        self.source = source
+        self.zone = zone
+    }
 }
 
 /// A uuid's stored state.
@@ -1275,4 +1340,7 @@ struct DayClusters: Sequence {
 extension LedgerStore {
     /// A store without transactions reads as it is asked.
     public func reading(_ body: () throws -> Void) throws { try body() }
+    /// A store that does not number names: the ledger reads `samples`.
+    public func records(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [StoredRecord]? { nil }
+    public func name(numbered number: Int64) throws -> String { "" }
 }

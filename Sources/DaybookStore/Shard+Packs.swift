@@ -634,7 +634,26 @@ extension Shard: LedgerStore {
         return out
     }
 
+    public func records(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [StoredRecord]? {
+        var out: [StoredRecord] = []
+        try forEachPacked(user: user, metric: metric, days: days) { packed, _ in
+            out.append(StoredRecord(uuid: packed.uuid, start: packed.start, end: packed.end, value: packed.value, version: packed.version,
+                                    seq: packed.seq, source: packed.source, zone: packed.zone))
+        }
+        return out
+    }
+
+    public func name(numbered number: Int64) throws -> String { try name(number) }
+
     public func samples(user: String, metric: Metric, days: ClosedRange<Int32>) throws -> [(sample: Sample, seq: Int64)] {
+        var out: [(sample: Sample, seq: Int64)] = []
+        try forEachPacked(user: user, metric: metric, days: days) { packed, key in out.append((try sample(packed, key: key), packed.seq)) }
+        return out
+    }
+
+    /// Each stored sample of (`user`, `metric`) in the UTC days `days` (as `samples` selects them).
+    private func forEachPacked(user: String, metric: Metric, days: ClosedRange<Int32>,
+                               _ body: (PackedSample, PackKey) throws -> Void) throws {
         let first = Int64(days.lowerBound) * Instant.nanosPerDay
         // Heart rate counts on its start's day; cumulative samples reach back at most maxSpan.
         let low = metric.isCumulative ? first - maxSpan : first
@@ -645,16 +664,14 @@ extension Shard: LedgerStore {
         try read.bind(3, SamplePack.day(ofStart: low))
         try read.bind(4, SamplePack.day(ofStart: high - 1))
         defer { read.reset() }
-        var out: [(sample: Sample, seq: Int64)] = []
         while try read.step() {
             let key = PackKey(user: user, metric: metric.storageCode, day: read.int64(0))
             try read.withBlob(1) { bytes in
                 try decodePack(bytes, key: key) { packed in
                     guard packed.start >= low, packed.start < high, packed.end > first || packed.start >= first else { return }
-                    out.append((try sample(packed, key: key), packed.seq))
+                    try body(packed, key)
                 }
             }
         }
-        return out
     }
 }
