@@ -38,14 +38,43 @@ public struct DayKey: Hashable, Comparable, Sendable, CustomStringConvertible {
 /// instead of hashing it again for each event.
 public struct DirtyDays: Sendable {
     public private(set) var keys = Set<DayKey>()
-    private var last: DayKey?
+    /// The last few keys added, as plain words (day, metric, the user String's two words):
+    /// a batch of a few users' events adds each of their days over and over, and comparing
+    /// eight words costs less than hashing a key. Equal words are the same user (the same
+    /// small String, or the same storage, which the set keeps alive); a key they miss goes
+    /// to the set, which is exact.
+    private var recent: [Recent] = []
+    private var next = 0
+
+    private struct Recent: Equatable {
+        var day: Int32
+        var metric: UInt8
+        var user: (UInt64, UInt64)
+        static func == (a: Recent, b: Recent) -> Bool {
+            a.day == b.day && a.metric == b.metric && a.user.0 == b.user.0 && a.user.1 == b.user.1
+        }
+    }
 
     public init() {}
 
     public mutating func insert(_ key: DayKey) {
-        if let last, last == key { return }
-        keys.insert(key)
-        last = key
+        guard MemoryLayout<String>.size == 16 else {
+            keys.insert(key)
+            return
+        }
+        let r = Recent(day: key.day.number, metric: UInt8(key.metric.storageCode), user: unsafeBitCast(key.user, to: (UInt64, UInt64).self))
+        for i in recent.indices where recent[i] == r { return }
+        // Remembered by the words of the user the set holds (alive as long as this is), not
+        // of the key's, which may be another String of the same bytes, freed after this call.
+        let member = keys.insert(key).memberAfterInsert
+        var kept = r
+        kept.user = unsafeBitCast(member.user, to: (UInt64, UInt64).self)
+        if recent.count < 8 {
+            recent.append(kept)
+        } else {
+            recent[next] = kept
+            next = (next + 1) & 7
+        }
     }
 }
 

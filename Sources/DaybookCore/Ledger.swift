@@ -745,12 +745,13 @@ public final class Ledger {
         state.metrics[metric]?.forEachBucket(of: record) { bucket in
             for (zone, _) in bucket.zones where zone != record.zone && !others.contains(zone) { others.append(zone) }
         }
+        // The zone's rules read where the array holds them: a copy retained and released
+        // its name and two tables at every event.
         func mark(_ zone: Int32) {
-            let rules = zones[Int(zone)]
             if record.isInstant {
-                dirty.insert(DayKey(user: user, metric: metric, day: rules.day(of: Instant(nanoseconds: record.start))))
+                dirty.insert(DayKey(user: user, metric: metric, day: zones[Int(zone)].day(of: Instant(nanoseconds: record.start))))
             } else {
-                rules.forEachDay(from: record.start, to: record.end) { day, _ in
+                zones[Int(zone)].forEachDay(from: record.start, to: record.end) { day, _ in
                     dirty.insert(DayKey(user: user, metric: metric, day: day))
                 }
             }
@@ -1183,8 +1184,9 @@ private struct MetricState {
         if !bucket.seqs.isEmpty { buckets[day] = bucket }
     }
 
-    func forEachBucket(of r: Record, _ body: (Bucket) -> Void) {
-        for day in MetricState.utcDays(of: r) { if let b = buckets[day] { body(b) } }
+    /// Each bucket read in place (a copy retained and released its two arrays).
+    func forEachBucket(of r: Record, _ body: (borrowing Bucket) -> Void) {
+        for day in MetricState.utcDays(of: r) { buckets.withValue(forKey: day, body) }
     }
 
     /// Every record that can contribute to the civil days `days` (cumulative: overlapping
@@ -1239,6 +1241,12 @@ struct IntTable<Key: FixedWidthInteger, Value> {
     typealias Place = Dictionary<Slot, Value>.Index
     func place(of key: Key) -> Place? { storage.index(forKey: Slot(key: key)) }
     func withValue<R>(at place: Place, _ body: (borrowing Value) -> R) -> R { body(storage.values[place]) }
+    /// `body` of the value of `key`, read in place; nil (and `body` not called) if there is none.
+    @discardableResult
+    func withValue<R>(forKey key: Key, _ body: (borrowing Value) -> R) -> R? {
+        guard let i = storage.index(forKey: Slot(key: key)) else { return nil }
+        return body(storage.values[i])
+    }
     mutating func remove(at place: Place) -> Value { storage.remove(at: place).value }
 
     /// Sets the value of `key` if the table holds it (one probe); returns whether it did.
