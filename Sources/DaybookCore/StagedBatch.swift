@@ -82,8 +82,9 @@ public struct StagedBatch: Sendable {
     /// Name by `NameHash` of its bytes (the first name of a hash; another one with the same
     /// hash, never seen in practice, is found by a scan).
     private var byHash: [HashKey: Int32] = [:]
-    /// The last few names found, by their first eight bytes and length: a partition's
-    /// events name a few users, sources and zones over and over.
+    /// The last sixteen names found, by their first eight bytes and length: a partition's
+    /// events name a few users, sources and zones over and over (eight were too few for six
+    /// users, their sources and zones interleaved).
     private var recent: [Recent] = []
     private var nextRecent = 0
     /// Heap bytes of the names and metric lists the batch holds (its events take
@@ -275,7 +276,11 @@ public struct StagedBatch: Sendable {
     private mutating func id(of bytes: UnsafeBufferPointer<UInt8>, make: (UnsafeBufferPointer<UInt8>) -> String) -> Int32 {
         let count = bytes.count
         var head: UInt64 = 0
-        withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes).prefix(8))) }
+        if count >= 8 {
+            head = UnsafeRawBufferPointer(bytes).loadUnaligned(as: UInt64.self)
+        } else {
+            for k in 0..<count { head |= UInt64(bytes[k]) << (8 * UInt64(k)) }
+        }
         for r in recent where r.head == head && Int(r.count) == count {
             if count <= 8 || same(bytes, Int(r.id)) { return r.id }
         }
@@ -295,11 +300,11 @@ public struct StagedBatch: Sendable {
             nameBytes += 16 + (count > 15 ? (count + 32 + 15) & ~15 : 0) + count + 16 + 32
         }
         let r = Recent(head: head, count: Int32(count), id: id)
-        if recent.count < 8 {
+        if recent.count < 16 {
             recent.append(r)
         } else {
             recent[nextRecent] = r
-            nextRecent = (nextRecent + 1) & 7
+            nextRecent = (nextRecent + 1) & 15
         }
         return id
     }
