@@ -321,7 +321,7 @@ enum FastEventReader {
         /// read from one word: its closing quote is found by the same "has a zero byte" test
         /// as `text()`'s, and any other special or non-ASCII byte before it goes the long way.
         mutating func key() -> Key? {
-            skipSpace()
+            if i < count, base[i] <= 32 { skipSpace() }
             let key: Key
             if i + 9 <= count, base[i] == 34 {
                 let w = UnsafeRawPointer(base + i + 1).loadUnaligned(as: UInt64.self)
@@ -340,6 +340,12 @@ enum FastEventReader {
             } else {
                 guard let long = longKey() else { return nil }
                 key = long
+            }
+            // The usual compact form first: the colon right after the name, the value right
+            // after the colon (every JSON space is a byte ≤ 32).
+            if i + 1 < count, base[i] == 58, base[i + 1] > 32 {
+                i += 1
+                return key
             }
             skipSpace()
             guard i < count, base[i] == 58 else { return nil }

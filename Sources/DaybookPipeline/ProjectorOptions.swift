@@ -29,16 +29,15 @@ public struct ProjectorOptions: Sendable {
     /// ... or, the fullest first, once all partitions' staged events together take about
     /// this many bytes (decoded, not librdkafka's buffers, which go back after each poll).
     /// Default: 72 MiB. Over it the batches are staggered (`ProjectorStateMachine.due`), so
-    /// a batch grows to 2 × budget / ((partitions + 1) × bytes per event): an arrival-order
-    /// event is counted at ~264 bytes (a 136-byte slot, a 64-byte heap uuid and zone), so
-    /// 128 partitions get 2 × 75,497,472 / (129 × 264) ≈ 4,434 ≥ 4,096 events, the minimum,
-    /// and 64 partitions reach the minimum at 64 × 4,096 × 264 ≈ 66 MiB, under it.
-    /// (96 MiB, committed all at once, gave 128 partitions batches of ~2,900 and a 4M-event
-    /// run a peak of 315 MiB; 48 gave ~1,900: 62k events/s against 77k.) A canonical uuid
-    /// is 16 bytes inside the slot (`SampleUUID`), so a log of UUIDs, as phones write them,
-    /// counts ~160 bytes an event and gets larger batches from the same budget; 48 MiB for
-    /// such a log moved the 4M/128 peak by less than runs of one setting differ (BENCHMARKS.md,
-    /// "Issue 26, eighth steps").
+    /// a batch grows to 2 × budget / ((partitions + 1) × bytes per event). A staged event is
+    /// 88 bytes of plain data (`Ledger.Staged`), its batch's names counted once each
+    /// (`StagedBatch.bytes`), so 128 partitions get 2 × 75,497,472 / (129 × ~90) ≈ 13,000
+    /// events, far above the minimum of 4,096, and 64 partitions reach the minimum at
+    /// 64 × 4,096 × 90 ≈ 23 MiB. (The `Event` form took 136 bytes and a heap String for a
+    /// long zone or a uuid that is not canonical: ~264 counted an event. 96 MiB, committed
+    /// all at once, gave 128 partitions batches of ~2,900 then and a 4M-event run a peak of
+    /// 315 MiB; 48 MiB with today's form moved the 4M/128 peak by less than two runs of
+    /// one setting differ: BENCHMARKS.md, "Issue 26, twelfth steps".)
     public var stagingBytes = 72 << 20
     /// How long to wait for the cluster to answer at start-up before giving up. Default: 30 s.
     public var connectTimeout: Duration = .seconds(30)
