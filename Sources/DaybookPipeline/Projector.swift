@@ -146,7 +146,7 @@ public final class Projector: RebalanceHandler {
         followStandbysAcrossGenerations()
         machine.polling()
         let wait = machine.pollWait(partitions: facts())
-        let events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: wait.wholeMilliseconds)
+        var events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: wait.wholeMilliseconds)
         if fetchWake.afterPoll(read: events.count, asked: options.batchSize, now: .now, behind: anyPartitionBehind) {
             statistics.fetcherWakes += 1
             consumer.wakeFetchers(of: workers.values.map(\.partition).sorted())
@@ -156,7 +156,7 @@ public final class Projector: RebalanceHandler {
         // a revoked partition's messages are not applied, and neither is what was read of
         // a partition before it was started again: it is read again from its shard's offset.
         if let e = try perform(machine.assignmentsChanged(), into: &summary) { return e }
-        let (batch, sorted) = sort(events)
+        let (batch, sorted) = sort(&events)
         var messages = sorted
         if let e = try perform(machine.polled(batch, partitions: facts()), into: &summary, messages: &messages) { return e }
         let idle = messages.values.allSatisfy(\.isEmpty)
@@ -232,32 +232,44 @@ public final class Projector: RebalanceHandler {
 
     /// Sorts this poll's messages of the topic by partition; returns what the machine reads of
     /// the poll, and the messages by partition.
-    private func sort(_ events: [ConsumerEvent]) -> (PolledBatch, [Int32: [ConsumedMessage]]) {
+    private func sort(_ events: inout [ConsumerEvent]) -> (PolledBatch, [Int32: [ConsumedMessage]]) {
         var batch = PolledBatch()
         var messages: [Int32: [ConsumedMessage]] = [:]
         // By partition number while sorting (a dictionary probe per message cost ~200
         // instructions of SipHash); partitions are numbered from 0.
         var byNumber: [[ConsumedMessage]] = []
-        for event in events {
-            switch event {
-            case .message(let m) where m.topicPartition.topic == options.topic:
-                let p = Int(m.topicPartition.partition)
-                guard p >= 0 else {
-                    messages[m.topicPartition.partition, default: []].append(m)
-                    continue
+        // Each event moved out of the poll's array, a placeholder left in its slot (no
+        // reference): a `for` over the array copied every message and released it again
+        // (~230 instructions a message). The array is emptied at the end.
+        let placeholder = ConsumerEvent.endOfPartition(TopicPartition("", -1), offset: 0)
+        events.withUnsafeMutableBufferPointer { slots in
+            guard let base = slots.baseAddress else { return }
+            for i in slots.indices {
+                let event = (base + i).move()
+                (base + i).initialize(to: placeholder)
+                // No `where` on a case: a guard that may fall through to the next case made the
+                // switch copy the message out instead of moving it.
+                switch consume event {
+                case .message(let m):
+                    guard m.topicPartition.topic == options.topic else { continue }
+                    let p = Int(m.topicPartition.partition)
+                    guard p >= 0 else {
+                        messages[m.topicPartition.partition, default: []].append(m)
+                        continue
+                    }
+                    if p >= byNumber.count { byNumber += Array(repeating: [], count: p + 1 - byNumber.count) }
+                    byNumber[p].append(m)
+                case .endOfPartition(let tp, let offset):
+                    batch.ends[tp.partition] = offset
+                case .offsetOutOfRange(let tp, let offset):
+                    guard tp.topic == options.topic else { continue }
+                    batch.outOfRange[tp.partition] = batch.outOfRange[tp.partition] ?? offset
+                case .error(let e):
+                    logger.warning("consumer: \(e)")
                 }
-                if p >= byNumber.count { byNumber += Array(repeating: [], count: p + 1 - byNumber.count) }
-                byNumber[p].append(m)
-            case .endOfPartition(let tp, let offset):
-                batch.ends[tp.partition] = offset
-            case .offsetOutOfRange(let tp, let offset) where tp.topic == options.topic:
-                batch.outOfRange[tp.partition] = batch.outOfRange[tp.partition] ?? offset
-            case .error(let e):
-                logger.warning("consumer: \(e)")
-            default:
-                break
             }
         }
+        events.removeAll()
         // Each array itself, not its messages one by one (each a retain); only a negative
         // partition number (never one of Kafka's) went to the dictionary above.
         for p in byNumber.indices where !byNumber[p].isEmpty { messages[Int32(p)] = byNumber[p] }

@@ -354,10 +354,39 @@ enum SamplePack {
     private static func hash(user: String, uuidBytes: UnsafeBufferPointer<UInt8>) -> Int64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         var user = user
-        user.withUTF8 { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
+        user.withUTF8 { h = fnv1a(h, $0) }
         h = (h ^ 0xff) &* 0x100_0000_01b3
-        for b in uuidBytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        h = fnv1a(h, uuidBytes)
         h = NameHash.finalize(h)
         return Int64(Int32(truncatingIfNeeded: h ^ h >> 32))
+    }
+
+    /// FNV-1a of `bytes` from `h`, byte by byte as always, the bytes read eight at a time
+    /// (a byte loop cost ~2 instructions a byte more: 36 of a uuid's text for every sample
+    /// written).
+    @inline(__always)
+    static func fnv1a(_ h: UInt64, _ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let prime: UInt64 = 0x100_0000_01b3
+        var h = h
+        guard let p = bytes.baseAddress else { return h }
+        let n = bytes.count
+        var i = 0
+        while i + 8 <= n {
+            let w = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            h = (h ^ (w & 0xFF)) &* prime
+            h = (h ^ (w >> 8 & 0xFF)) &* prime
+            h = (h ^ (w >> 16 & 0xFF)) &* prime
+            h = (h ^ (w >> 24 & 0xFF)) &* prime
+            h = (h ^ (w >> 32 & 0xFF)) &* prime
+            h = (h ^ (w >> 40 & 0xFF)) &* prime
+            h = (h ^ (w >> 48 & 0xFF)) &* prime
+            h = (h ^ (w >> 56)) &* prime
+            i += 8
+        }
+        while i < n {
+            h = (h ^ UInt64(p[i])) &* prime
+            i += 1
+        }
+        return h
     }
 }

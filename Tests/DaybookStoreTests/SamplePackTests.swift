@@ -1,4 +1,5 @@
 import DaybookCore
+import DaybookSupport
 @testable import DaybookStore
 import Testing
 
@@ -105,6 +106,24 @@ import Testing
         // The compact form hashes its text's bytes: canonical uuids of both cases and text alike.
         for uuid in ["s1", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3F2504E0-4F89-11D3-9A0C-0305E82C3301", "é-ü"] {
             #expect(SamplePack.hash(user: "ana", uuid: SampleUUID(uuid)) == SamplePack.hash(user: "ana", uuid: uuid))
+        }
+    }
+
+    @Test func fnv1aReadEightBytesAtATimeIsTheByteLoop() {
+        // The byte loop the hash was written with, as the reference: every length from 0 to
+        // 40 (whole words, a tail, both) and every byte value in some position.
+        func reference(_ h: UInt64, _ bytes: [UInt8]) -> UInt64 {
+            var h = h
+            for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            return h
+        }
+        var random = SplitMix64(seed: 26)
+        for n in 0...40 {
+            for _ in 0..<8 {
+                let bytes = (0..<n).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                let seed = random.next()
+                #expect(bytes.withUnsafeBufferPointer { SamplePack.fnv1a(seed, $0) } == reference(seed, bytes), "\(n) bytes")
+            }
         }
     }
 }
