@@ -7,40 +7,58 @@ import DaybookLog
 public struct ConsumedMessage: @unchecked Sendable {
     public var topicPartition: TopicPartition
     public var offset: Int64
-    let storage: MessageStorage
+    /// What keeps `keyBytes` and `valueBytes` alive: the poll's messages (`PolledMessages`),
+    /// or a copy of its own (`OwnedMessageBytes`).
+    let owner: AnyObject
+    let keyBytes: UnsafeRawBufferPointer
+    let valueBytes: UnsafeRawBufferPointer
+    /// When the message was produced (Kafka's CreateTime, or the broker's LogAppendTime if
+    /// the topic says so), in ms since 1970; nil if the message has no timestamp. It is part
+    /// of the log: a rebuild reads the same value.
+    public let timestamp: Int64?
+    /// librdkafka's message, for its headers (nil for a message made in process).
+    let raw: OpaquePointer?
 
-    init(topicPartition: TopicPartition, offset: Int64, storage: MessageStorage) {
+    init(topicPartition: TopicPartition, offset: Int64, owner: AnyObject, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+         timestamp: Int64?, raw: OpaquePointer?) {
         self.topicPartition = topicPartition
         self.offset = offset
-        self.storage = storage
+        self.owner = owner
+        keyBytes = key
+        valueBytes = value
+        self.timestamp = timestamp
+        self.raw = raw
     }
 
     /// A message made in process, with copies of the bytes (tests, the fuzzer).
     init(topicPartition: TopicPartition, offset: Int64, key: [UInt8], value: [UInt8], headers: [(String, [UInt8])],
          timestamp: Int64? = nil) {
-        self.init(topicPartition: topicPartition, offset: offset,
-                  storage: MessageStorage(key: key, value: value, headers: headers, timestamp: timestamp))
+        let owned = OwnedMessageBytes(key: key, value: value, headers: headers)
+        self.init(topicPartition: topicPartition, offset: offset, owner: owned,
+                  key: UnsafeRawBufferPointer(rebasing: owned.bytes[..<key.count]),
+                  value: UnsafeRawBufferPointer(rebasing: owned.bytes[key.count..<(key.count + value.count)]),
+                  timestamp: timestamp, raw: nil)
     }
 
-    /// When the message was produced (Kafka's CreateTime, or the broker's LogAppendTime if
-    /// the topic says so), in ms since 1970; nil if the message has no timestamp. It is part
-    /// of the log: a rebuild reads the same value.
-    public var timestamp: Int64? { storage.timestamp }
-
     /// The payload's length in bytes.
-    public var valueCount: Int { storage.value.count }
+    public var valueCount: Int { valueBytes.count }
 
     public func withValue<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try body(storage.value.bindMemory(to: UInt8.self))
+        try withExtendedLifetime(owner) { try body(valueBytes.bindMemory(to: UInt8.self)) }
     }
 
     public func withKey<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try body(storage.key.bindMemory(to: UInt8.self))
+        try withExtendedLifetime(owner) { try body(keyBytes.bindMemory(to: UInt8.self)) }
     }
 
-    public var key: [UInt8] { Array(storage.key) }
-    public var value: [UInt8] { Array(storage.value) }
-    public var headers: [(String, [UInt8])] { storage.headers() }
+    public var key: [UInt8] { withExtendedLifetime(owner) { Array(keyBytes) } }
+    public var value: [UInt8] { withExtendedLifetime(owner) { Array(valueBytes) } }
+    public var headers: [(String, [UInt8])] {
+        withExtendedLifetime(owner) {
+            if let raw { return PolledMessages.headers(of: raw) }
+            return (owner as? OwnedMessageBytes)?.headers ?? []
+        }
+    }
 
     public func header(_ name: String) -> [UInt8]? { headers.first { $0.0 == name }?.1 }
 }
