@@ -154,7 +154,8 @@ enum FastEventReader {
         guard let uuid, !uuid.bytes.isEmpty, let metricName, let source, !source.bytes.isEmpty, let start, let end,
               let raw = value, let unit, let zone else { return nil }
         guard let metric = metric(metricName), let factor = factor(unit, of: metric),
-              case .instant(let from) = Instant.parse(start.bytes), case .instant(let to) = Instant.parse(end.bytes), to >= from else { return nil }
+              case .instant(let from) = Instant.parse(start.bytes, memo: &zones.date),
+              case .instant(let to) = Instant.parse(end.bytes, memo: &zones.date), to >= from else { return nil }
         guard EventDecoder.lastsAtMostAWeek(from: from, to: to), EventDecoder.admits(raw, for: metric) else { return nil }
         let converted = raw * factor
         guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
@@ -510,6 +511,8 @@ enum FastEventReader {
 /// of ASCII names it read lately (users, sources, zones), so a name the stream repeats is
 /// a compare and a retain instead of a new String.
 public struct ZoneMemo: Sendable {
+    /// The date of the last timestamp read (`Instant.parse(_:memo:)`).
+    var date = Instant.DateMemo()
     private var names: [[UInt8]] = []
     private var next = 0
     /// A direct-mapped cache of names of 1 ... `width` bytes: slot k's bytes at

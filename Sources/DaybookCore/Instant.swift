@@ -149,6 +149,23 @@ extension Instant {
 
     /// Reads the shape, then the field ranges, then the accepted range; never traps.
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Parsed {
+        var memo = DateMemo()
+        return parse(b, memo: &memo)
+    }
+
+    /// The last date `parse(_:memo:)` found in range, as its ten bytes and its day number:
+    /// a sample's start and end, and a stream's next samples, mostly share it, and a date
+    /// already checked needs neither its month's length nor its day number again.
+    struct DateMemo {
+        var head: UInt64 = 0
+        var tail: UInt16 = 0
+        var days: Int64 = 0
+        var known = false
+    }
+
+    /// `parse(_:)`, answering the same for every text, with the date of the last one
+    /// remembered in `memo`.
+    static func parse(_ b: UnsafeBufferPointer<UInt8>, memo: inout DateMemo) -> Parsed {
         // The shortest well-formed text, `YYYY-MM-DDTHH:MM:SSZ`, has 20 bytes; every
         // shorter one fails a shape check below, so it is malformed.
         guard let p = b.baseAddress, b.count >= 20 else { return .malformed }
@@ -195,9 +212,18 @@ extension Instant {
             return .malformed
         }
         guard i == n else { return .malformed }
-        guard (1...12).contains(month), day >= 1, day <= CivilDay.daysIn(month: month, year: year),
-              hour <= 23, minute <= 59, second <= 59 else { return .fieldOutOfRange }
-        let days = Int64(CivilDay(year: year, month: month, day: day).number)
+        // The date's ten bytes (`YYYY-MM-DD`, its shape checked above) as two words.
+        let head = UnsafeRawPointer(p).loadUnaligned(as: UInt64.self)
+        let tail = UnsafeRawPointer(p + 8).loadUnaligned(as: UInt16.self)
+        let days: Int64
+        if memo.known, memo.head == head, memo.tail == tail {
+            days = memo.days // in range when it was remembered
+        } else {
+            guard (1...12).contains(month), day >= 1, day <= CivilDay.daysIn(month: month, year: year) else { return .fieldOutOfRange }
+            days = Int64(CivilDay(year: year, month: month, day: day).number)
+            memo = DateMemo(head: head, tail: tail, days: days, known: true)
+        }
+        guard hour <= 23, minute <= 59, second <= 59 else { return .fieldOutOfRange }
         // Years 0000–9999 give at most ~3.2e11 seconds: no overflow before the range check.
         let secs = days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
         let earliest = Instant.earliestAccepted.nanoseconds / Instant.nanosPerSecond

@@ -92,10 +92,15 @@ import Testing
         var g = SplitMix64(seed: 0x7157)
         let replacements = Array("09-:Tt Zz+.x\u{7F}".utf8) + [0x80, 0]
         var compared = 0, instants = 0, kinds = Set<String>()
+        // One date memo over every text, as a stream's lines share one (`ZoneMemo`): the date
+        // it remembers never changes an answer, whatever text comes next.
+        var memo = Instant.DateMemo()
         func check(_ bytes: [UInt8]) {
             let got = bytes.withUnsafeBufferPointer { Instant.parse($0) }
             let want = Self.referenceParse(bytes)
             #expect(got == want, "\(String(decoding: bytes, as: UTF8.self)): \(got) against \(want)")
+            let remembered = bytes.withUnsafeBufferPointer { Instant.parse($0, memo: &memo) }
+            #expect(remembered == want, "with the date memo, \(String(decoding: bytes, as: UTF8.self)): \(remembered) against \(want)")
             compared += 1
             if case .instant = got { instants += 1 }
             kinds.insert("\(want)".prefix(while: { $0 != "(" }).description)
