@@ -15,7 +15,7 @@ public struct DaybookConfiguration: Sendable {
     public var cacheMegabytes = 32
     /// `state.batch_mb`: memory for decoded events waiting to be committed as their
     /// partition's batch (`ProjectorOptions.stagingBytes`), shared by all partitions of the
-    /// process. Default 72: enough for 128 partitions' batches to reach `minimumBatch` (8,192)
+    /// process. Default 72: enough for 128 partitions' batches to reach `minimumBatch` (4,096)
     /// events, the fullest committed first; more partitions need more (see
     /// `ProjectorOptions.stagingBytes`).
     public var batchMegabytes = 72

@@ -19,11 +19,12 @@ public struct ProjectorOptions: Sendable {
     public var batchSize = 16_384
     /// A partition's staged events are committed as one transaction once there are this
     /// many (a load and a commit cost about the same for 800 events of a shard's users as
-    /// for 4,000, and in arrival order every batch reloads its users' days that the one
-    /// before let go). Default: 8192 (against 4096, callgrind of a 262,482-event
-    /// arrival-order log: 21,788 → 20,403 instructions an event over 32 partitions,
-    /// 21,640 → 20,769 over 8; BENCHMARKS.md, "Issue 26, twelfth steps").
-    public var minimumBatch = 8_192
+    /// for 4,000). Default: 4096. (8,192 did less work per event in arrival order, where
+    /// every batch reloads its users' days: callgrind of a 262,482-event log, 21.4k → 20.0k
+    /// instructions an event over 32 partitions; but 4M events over 128 partitions then
+    /// peaked at 275–280 MiB against 225–229, each batch's users' days loaded at once:
+    /// BENCHMARKS.md, "Issue 26, twelfth steps".)
+    public var minimumBatch = 4_096
     /// ... or once the oldest of them has waited this long. A live stream does not wait for
     /// it: a batch that reaches the partition's end commits at once; this bounds a catch-up
     /// whose end is not known yet. Default: 5 s (1 s cut the 1M arrival-order batches

@@ -67,7 +67,7 @@ struct ProjectorStateMachine {
         var stop: StopRule = .never
         /// Moves to the shards of a generation a rebuild swaps in; else the run stops.
         var followsGenerations = true
-        var minimumBatch = 8_192
+        var minimumBatch = 4_096
         var maximumBatchDelay: Duration = .seconds(5)
         var stagingBytes = 72 << 20
         /// How many batches are committed at once (one per core), so that staging that must
