@@ -42,9 +42,9 @@ enum ProjectCommand: Subcommand {
     total by kafka.consumer.prefetch_mb (default 16 MB of payloads, all partitions
     together; librdkafka's per-message overhead makes that up to ~48 MB at the peak).
     --verbose logs the whole account at start (152 MiB by default, plus ~36 MiB for the
-    process). Measured peak RSS: 175-190 MiB at 1M events over 64 partitions; 4M over
-    128 is still over 256 MiB (250-290 MiB solo, 265 as a group member, on a quiet
-    2-core machine); BENCHMARKS.md, "Issue 26", and 'daybook bench'.
+    process). Measured peak RSS: 168-173 MiB at 1M events over 64 partitions, 225-232
+    MiB at 4M over 128 (solo and as a group member, on a quiet 2-core machine);
+    BENCHMARKS.md, "Issue 26", and 'daybook bench'.
 
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
     every 5 s otherwise. SIGINT/SIGTERM stop after the batch in hand is committed.
