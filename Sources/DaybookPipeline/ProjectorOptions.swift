@@ -69,9 +69,10 @@ public struct ProjectorOptions: Sendable {
 /// BENCHMARKS.md, "Issue 26: memory at 1M/64, 2M/64, 4M/128"). The process adds ~36 MiB of
 /// its own (code, threads, an idle restart's peak) and malloc's fragmentation.
 ///
-/// The account is not the peak: at 4M events over 128 partitions the peak RSS (256–275 MiB
-/// by default) is reached when the prefetch fills whole during a long commit round (jumps
-/// of 35–50 MB, half that with half the prefetch), on top of staged arrays grown by doubling
+/// The account is not the peak: at 4M events over 128 partitions the peak RSS (225–232 MiB
+/// by default; 256–275 before staged events were plain data) is reached when the prefetch
+/// fills whole during a long commit round (jumps of 35–50 MB, half that with half the
+/// prefetch), on top of staged arrays grown by doubling
 /// (their spare capacity is not counted) and one malloc arena per thread (BENCHMARKS.md,
 /// "Issue 26: memory at 4M/128, part 2").
 public struct MemoryBudget: Equatable, Sendable {
