@@ -501,21 +501,28 @@ public final class Ledger {
         let current = state.uuids[uuidKey]
         storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
         if case .tombstoned? = current { return false }
-        let record = makeRecord(sample, seq: position)
+        return put(makeRecord(sample, seq: position), metric: sample.metric, in: state, as: uuidKey, replacing: current,
+                   user: sample.user, dirty: &dirty)
+    }
+
+    /// Makes `record` (of `metric`, user `state`) the version in force of its uuid, unless
+    /// the version in force (`current`) is newer or the same sample: the rule of every add.
+    private func put(_ record: Record, metric newMetric: Metric, in state: UserState, as uuidKey: UUIDKey, replacing current: UUIDState?,
+                     user: String, dirty: inout DirtyDays) -> Bool {
         if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
-            if sample.version < existing.version {
+            if record.version < existing.version {
                 staleResendCount += 1
                 return false // A stale re-send: the version in force is newer.
             }
-            if metric == sample.metric, existing.sameContent(as: record) {
+            if metric == newMetric, existing.sameContent(as: record) {
                 return false // Redelivery of the version in force: nothing changes.
             }
-            remove(existing, metric: metric, from: state, userID: sample.user, dirty: &dirty)
+            remove(existing, metric: metric, from: state, userID: user, dirty: &dirty)
         }
-        state.uuids[uuidKey] = .live(metric: sample.metric, seq: position)
-        state.metrics[sample.metric, default: MetricState()].insert(record, cumulative: sample.metric.isCumulative, zones: zones)
+        state.uuids[uuidKey] = .live(metric: newMetric, seq: record.seq)
+        state.metrics[newMetric, default: MetricState()].insert(record, cumulative: newMetric.isCumulative, zones: zones)
         liveSampleCount += 1
-        collectDirty(record, metric: sample.metric, state: state, user: sample.user, into: &dirty)
+        collectDirty(record, metric: newMetric, state: state, user: user, into: &dirty)
         return true
     }
 
@@ -545,21 +552,7 @@ public final class Ledger {
         }
         let record = Record(start: e.start.nanoseconds, end: e.end.nanoseconds, value: e.value, seq: e.position,
                             version: e.version, source: source, zone: zone, uuid: uuid)
-        if case .live(let metric, let seq)? = current, let existing = state.metrics[metric]?.records[seq] {
-            if e.version < existing.version {
-                staleResendCount += 1
-                return false // A stale re-send: the version in force is newer.
-            }
-            if metric == e.metric, existing.sameContent(as: record) {
-                return false // Redelivery of the version in force: nothing changes.
-            }
-            remove(existing, metric: metric, from: state, userID: batch.name(e.user), dirty: &dirty)
-        }
-        state.uuids[uuidKey] = .live(metric: e.metric, seq: e.position)
-        state.metrics[e.metric, default: MetricState()].insert(record, cumulative: e.metric.isCumulative, zones: zones)
-        liveSampleCount += 1
-        collectDirty(record, metric: e.metric, state: state, user: batch.name(e.user), into: &dirty)
-        return true
+        return put(record, metric: e.metric, in: state, as: uuidKey, replacing: current, user: batch.name(e.user), dirty: &dirty)
     }
 
     /// Applies an event again that the ledger has already seen (a replay below a shard's

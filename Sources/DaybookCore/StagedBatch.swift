@@ -54,6 +54,15 @@ extension Ledger {
             delivered ? Instant(nanoseconds: deliveredAtNanoseconds) : nil
         }
 
+        /// An `added` event at `position` with nothing else set yet (no names: -1).
+        static func blank(position: Int64, deliveredAt: Instant?) -> Staged {
+            let zero = Instant(nanoseconds: 0)
+            return Staged(kind: .added, metric: .steps, uuidForm: .none, delivered: deliveredAt != nil,
+                          user: -1, source: -1, zone: -1, checkInMetrics: -1, uuidHigh: 0, uuidLow: 0,
+                          start: zero, end: zero, value: 0, version: 0, position: position,
+                          deliveredAtNanoseconds: deliveredAt?.nanoseconds ?? 0)
+        }
+
         enum UUIDForm: UInt8, BitwiseCopyable {
             case none, lower, upper, text
         }
@@ -109,11 +118,7 @@ public struct StagedBatch: Sendable {
     /// - Returns: the name of its user.
     @discardableResult
     public mutating func append(_ event: borrowing Event, position: Int64, deliveredAt: Instant? = nil) -> Int32 {
-        let zero = Instant(nanoseconds: 0)
-        var staged = Ledger.Staged(kind: .added, metric: .steps, uuidForm: .none, delivered: deliveredAt != nil,
-                                   user: -1, source: -1, zone: -1, checkInMetrics: -1, uuidHigh: 0, uuidLow: 0,
-                                   start: zero, end: zero, value: 0, version: 0, position: position,
-                                   deliveredAtNanoseconds: deliveredAt?.nanoseconds ?? 0)
+        var staged = Ledger.Staged.blank(position: position, deliveredAt: deliveredAt)
         switch event {
         case .sampleAdded(let sample):
             staged.metric = sample.metric
@@ -220,11 +225,7 @@ public struct StagedBatch: Sendable {
     /// not acceptable (the general path then names the fault).
     /// - Returns: the name of its user.
     mutating func append(_ parsed: FastEventReader.Parsed, position: Int64, deliveredAt: Instant?) -> Int32? {
-        let zero = Instant(nanoseconds: 0)
-        var staged = Ledger.Staged(kind: .added, metric: .steps, uuidForm: .none, delivered: deliveredAt != nil,
-                                   user: -1, source: -1, zone: -1, checkInMetrics: -1, uuidHigh: 0, uuidLow: 0,
-                                   start: zero, end: zero, value: 0, version: 0, position: position,
-                                   deliveredAtNanoseconds: deliveredAt?.nanoseconds ?? 0)
+        var staged = Ledger.Staged.blank(position: position, deliveredAt: deliveredAt)
         switch parsed {
         case .added(let user, let sample):
             guard let u = id(of: user), let source = id(of: sample.source), let zone = id(of: sample.zone),
