@@ -90,8 +90,8 @@ public final class Ledger {
 
     /// What a staged batch's names are in this ledger, each resolved once however many of
     /// the batch's events name it: the users' cached states, the sources' and zones' ids.
-    /// Made by `load(_:)` (or `context(for:)`) and used by `apply(_:at:context:dirty:storeLacks:)`
-    /// for the same batch, with no eviction between them.
+    /// Made by `load(_:)` and used by `apply(_:at:context:dirty:storeLacks:)` for the same
+    /// batch, with no eviction between them.
     public struct BatchContext {
         /// Each event's uuid hash (`SampleUUID.hash64`; 0 for a check-in), computed by the
         /// load; empty for an in-memory ledger, which loads nothing (apply hashes then).
@@ -105,12 +105,6 @@ public final class Ledger {
             sourceIDs = [Int32](repeating: -1, count: names)
             zoneIDs = [Int32](repeating: -1, count: names)
         }
-    }
-
-    /// A batch's context without loading anything (an in-memory ledger's, or a batch the
-    /// caller knows needs nothing from the store).
-    public func context(for batch: StagedBatch) -> BatchContext {
-        BatchContext(names: batch.names.count)
     }
 
     /// Fetches from the store what applying the staged `batch` and then recomputing the days
@@ -127,11 +121,12 @@ public final class Ledger {
         return context
     }
 
-    /// The cached state of name `user` of the batch, resolved once per batch.
+    /// The cached state of name `user` of the batch, resolved once per batch; `created` is
+    /// set when the cache had none (`user(_:created:)`).
     @inline(__always)
-    private func state(_ user: Int32, in context: inout BatchContext, of batch: StagedBatch) -> UserState {
+    private func state(_ user: Int32, in context: inout BatchContext, of batch: StagedBatch, created: inout Bool) -> UserState {
         if let state = context.states[Int(user)] { return state }
-        let state = self.user(batch.name(user))
+        let state = self.user(batch.name(user), created: &created)
         context.states[Int(user)] = state
         return state
     }
@@ -152,21 +147,14 @@ public final class Ledger {
             if e.kind == .added {
                 added = (e.metric, Ledger.loadRange(start: e.start.nanoseconds, end: e.end.nanoseconds, metric: e.metric))
             }
-            let state: UserState
-            if let known = context.states[Int(e.user)] {
-                state = known
-            } else {
-                var isNew = false
-                let userID = batch.name(e.user)
-                state = user(userID, created: &isNew)
-                context.states[Int(e.user)] = state
-                // A user the store has nothing of is wholly in the cache from now until evicted:
-                // every row of theirs is written through this ledger.
-                if isNew {
-                    let none = try !store.hasEntries(user: userID)
-                    state.complete = none
-                    state.uuidsKnown = none
-                }
+            var isNew = false
+            let state = self.state(e.user, in: &context, of: batch, created: &isNew)
+            // A user the store has nothing of is wholly in the cache from now until evicted:
+            // every row of theirs is written through this ledger.
+            if isNew {
+                let none = try !store.hasEntries(user: batch.name(e.user))
+                state.complete = none
+                state.uuidsKnown = none
             }
             let key = UUIDKey(batch.uuid(of: e))
             if state.uuids[key] == nil, state.storeMayHold(key) {
@@ -185,9 +173,9 @@ public final class Ledger {
                     // still gets it in (the ledger must know every version in force it replaces).
                     try ensureLoaded(Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric),
                                      metric: sample.metric, state: state, user: userID, store: store)
-                    if state.uuids[UUIDKey(sample.compactUUID)] == nil {
+                    if state.uuids[UUIDKey(sample.compactUUID)] == nil { // a rare path: the key twice
                         var metricState = state.metrics[sample.metric] ?? MetricState()
-                        cache(sample, seq: seq, in: &metricState, of: state)
+                        cacheIfUnknown(makeRecord(sample, seq: seq), metric: sample.metric, in: &metricState, of: state)
                         state.metrics[sample.metric] = metricState
                     }
                 }
@@ -301,13 +289,10 @@ public final class Ledger {
             for d in day...last { metricState.dayUse[d] = clock }
             if let records {
                 for r in records where metricState.records[r.seq] == nil {
-                    let key = UUIDKey(r.uuid)
-                    guard state.uuids[key] == nil else { continue }
-                    state.uuids[key] = .live(metric: metric, seq: r.seq)
                     let record = Record(start: r.start, end: r.end, value: r.value, seq: r.seq, version: r.version,
                                         source: try ledgerID(source: r.source, from: store), zone: try ledgerID(zone: r.zone, from: store),
                                         uuid: r.uuid)
-                    metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
+                    cacheIfUnknown(record, metric: metric, in: &metricState, of: state)
                 }
             }
             // By index: a `for` over (sample, seq) pairs copied each through the runtime's
@@ -315,7 +300,7 @@ public final class Ledger {
             stored.withUnsafeBufferPointer { stored in
                 for i in stored.indices where metricState.records[stored[i].seq] == nil {
                     let sample = stored[i].sample
-                    if state.uuids[UUIDKey(sample.compactUUID)] == nil { cache(sample, seq: stored[i].seq, in: &metricState, of: state) }
+                    cacheIfUnknown(makeRecord(sample, seq: stored[i].seq), metric: sample.metric, in: &metricState, of: state)
                 }
             }
             state.metrics[metric] = metricState
@@ -339,10 +324,13 @@ public final class Ledger {
         return id
     }
 
-    /// Puts a stored sample into the cache as the version in force of its uuid.
-    private func cache(_ sample: Sample, seq: Int64, in metricState: inout MetricState, of state: UserState) {
-        state.uuids[UUIDKey(sample.compactUUID)] = .live(metric: sample.metric, seq: seq)
-        metricState.insert(makeRecord(sample, seq: seq), cumulative: sample.metric.isCumulative, zones: zones)
+    /// Puts a stored sample into the cache as the version in force of its uuid, unless the
+    /// cache knows the uuid already (its state there is newer than the store's).
+    private func cacheIfUnknown(_ record: Record, metric: Metric, in metricState: inout MetricState, of state: UserState) {
+        let key = UUIDKey(record.uuid)
+        guard state.uuids[key] == nil else { return }
+        state.uuids[key] = .live(metric: metric, seq: record.seq)
+        metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
     }
 
     /// Drops what was needed least recently until the cache fits its budget (down to 3/4
@@ -527,14 +515,15 @@ public final class Ledger {
     }
 
     /// `apply(added:at:dirty:storeLacks:uuidHash:)` of the `sample-added` event `i` of a
-    /// staged batch, at its position, through the batch's `context` (from `load(_:)` or
-    /// `context(for:)`): its user, source and zone are resolved once per batch, and
+    /// staged batch, at its position, through the batch's `context` (from `load(_:)`): its
+    /// user, source and zone are resolved once per batch, and
     /// nothing of the event is copied but plain fields.
     @discardableResult
     public func apply(_ batch: StagedBatch, at i: Int, context: inout BatchContext, dirty: inout DirtyDays,
                       storeLacks: inout Bool) -> Bool {
         let e = batch.events[i]
-        let state = self.state(e.user, in: &context, of: batch)
+        var created = false
+        let state = self.state(e.user, in: &context, of: batch, created: &created)
         let uuid = batch.uuid(of: e)
         let uuidKey = context.hashes.isEmpty ? UUIDKey(uuid) : UUIDKey(uuid, hash: context.hashes[i])
         let current = state.uuids[uuidKey]
