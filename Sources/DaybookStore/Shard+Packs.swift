@@ -103,41 +103,35 @@ extension Shard {
     /// - Returns: the longest span among the samples written.
     func writeSamples(_ upserts: [Upsert], staged: StagedBatch, stagedUpserts: [Int32], storeLacks: [Bool],
                       deletes: [(user: String, uuid: SampleUUID)], nameID: (String) throws -> Int64) throws -> Int64 {
-        let count = upserts.count + stagedUpserts.count
-        var work = PackWork(shard: self, expecting: count + deletes.count)
+        // Upserts given as samples (tests, tools; a projection stages) join the staged batch
+        // ahead of its own, in the order `storeLacks` follows, so that one loop writes both.
+        var staged = staged, written = stagedUpserts
+        if !upserts.isEmpty {
+            written = []
+            written.reserveCapacity(upserts.count + stagedUpserts.count)
+            for upsert in upserts {
+                written.append(Int32(staged.count))
+                staged.append(.sampleAdded(upsert.sample), position: upsert.seq)
+            }
+            written += stagedUpserts
+        }
+        var work = PackWork(shard: self, expecting: written.count + deletes.count)
         var longest: Int64 = 0
-        // By index over the array's storage: a closure over each upsert copies it.
-        var upsertHashes = upserts.withUnsafeBufferPointer { upserts in
-            upserts.indices.map { indexHash(upserts[$0].sample.user, upserts[$0].sample.compactUUID) }
-        }
-        upsertHashes.reserveCapacity(count)
-        for e in stagedUpserts {
-            upsertHashes.append(indexHash(staged.name(staged.events[Int(e)].user), staged.uuid(at: Int(e))))
-        }
+        let upsertHashes = written.map { e in indexHash(staged.name(staged.events[Int(e)].user), staged.uuid(at: Int(e))) }
         let deleteHashes = deletes.map { indexHash($0.user, $0.uuid) }
-        let vouched = (0..<count).map { $0 < storeLacks.count && storeLacks[$0] }
+        let vouched = written.indices.map { $0 < storeLacks.count && storeLacks[$0] }
         // The uuids the ledger could not vouch for are looked up in the index together.
         var unvouched = deleteHashes
-        for i in 0..<count where !vouched[i] { unvouched.append(upsertHashes[i]) }
+        for i in written.indices where !vouched[i] { unvouched.append(upsertHashes[i]) }
         try work.prefetchPlaces(of: unvouched)
-        for i in upserts.indices {
-            // Fields read where the array holds them: a copy of an upsert retains its Strings.
-            let span = try write(user: upserts[i].sample.user, uuid: upserts[i].sample.compactUUID, metric: upserts[i].sample.metric,
-                                 source: try nameID(upserts[i].sample.source), zone: try nameID(upserts[i].sample.zone),
-                                 start: upserts[i].sample.start.nanoseconds, end: upserts[i].sample.end.nanoseconds,
-                                 value: upserts[i].sample.value, version: upserts[i].sample.version, seq: upserts[i].seq,
-                                 hash: upsertHashes[i], vouched: vouched[i], into: &work)
-            longest = max(longest, span)
-        }
-        // A staged batch's names in the store's numbering, each looked up once.
-        var storeIDs = [Int64](repeating: -1, count: stagedUpserts.isEmpty ? 0 : staged.names.count)
+        // The batch's names in the store's numbering, each looked up once.
+        var storeIDs = [Int64](repeating: -1, count: written.isEmpty ? 0 : staged.names.count)
         func storeID(_ name: Int32) throws -> Int64 {
             if storeIDs[Int(name)] < 0 { storeIDs[Int(name)] = try nameID(staged.name(name)) }
             return storeIDs[Int(name)]
         }
-        for (k, e) in stagedUpserts.enumerated() {
+        for (i, e) in written.enumerated() {
             let event = staged.events[Int(e)] // plain data
-            let i = upserts.count + k
             let span = try write(user: staged.name(event.user), uuid: staged.uuid(at: Int(e)), metric: event.metric,
                                  source: try storeID(event.source), zone: try storeID(event.zone),
                                  start: event.start.nanoseconds, end: event.end.nanoseconds, value: event.value,
