@@ -5,7 +5,7 @@ import Testing
 @Suite struct FetchWakeTests {
     let t0 = ContinuousClock.now
 
-    @Test func aShortPollWhileBehindWakesTheFetchersAtMostOncePerInterval() {
+    @Test func aShortPollWhileBehindWakesTheFetchersAtMostOncePerIntervalWhileNothingIsRead() {
         var wake = FetchWake(interval: .milliseconds(100))
         var woke: Bool
         // A full poll: the queue still holds messages, nothing to wake.
@@ -15,12 +15,41 @@ import Testing
         woke = wake.afterPoll(read: 40, asked: 100, now: t0, behind: { true })
         #expect(woke)
         #expect(wake.lastWake == t0)
-        // 99 ms later: too soon, however short the poll.
-        woke = wake.afterPoll(read: 10, asked: 100, now: t0 + .milliseconds(99), behind: { true })
+        // Nothing read since, 99 ms later: too soon (and that wake found nothing: the
+        // interval doubles).
+        woke = wake.afterPoll(read: 0, asked: 100, now: t0 + .milliseconds(99), behind: { true })
         #expect(!woke)
-        // 100 ms later: again.
-        woke = wake.afterPoll(read: 10, asked: 100, now: t0 + .milliseconds(100), behind: { true })
+        #expect(wake.currentInterval == .milliseconds(200))
+        woke = wake.afterPoll(read: 0, asked: 100, now: t0 + .milliseconds(199), behind: { true })
+        #expect(!woke)
+        woke = wake.afterPoll(read: 0, asked: 100, now: t0 + .milliseconds(200), behind: { true })
         #expect(woke)
+    }
+
+    /// The catch-up this is for: each wake brings a fill of the queue, which is drained in
+    /// well under the interval; the next short poll wakes again at once, not 100 ms after
+    /// the last wake (the poll after it waited its whole timeout for nothing).
+    @Test func aWakeThatHelpedAllowsTheNextAsSoonAsTheQueueRunsShortAgain() {
+        var wake = FetchWake(interval: .milliseconds(100), shortestGap: .milliseconds(10))
+        var woke: Bool
+        woke = wake.afterPoll(read: 40, asked: 100, now: t0, behind: { true })
+        #expect(woke)
+        // The fill the wake brought: full polls, then a short one 60 ms after the wake.
+        woke = wake.afterPoll(read: 100, asked: 100, now: t0 + .milliseconds(20), behind: { true })
+        #expect(!woke)
+        woke = wake.afterPoll(read: 70, asked: 100, now: t0 + .milliseconds(60), behind: { true })
+        #expect(woke)
+        #expect(wake.lastWake == t0 + .milliseconds(60))
+        // Read again, but within the shortest gap: not yet.
+        woke = wake.afterPoll(read: 5, asked: 100, now: t0 + .milliseconds(69), behind: { true })
+        #expect(!woke)
+        woke = wake.afterPoll(read: 5, asked: 100, now: t0 + .milliseconds(70), behind: { true })
+        #expect(woke)
+        // Nothing behind: no wake, however much was read.
+        woke = wake.afterPoll(read: 5, asked: 100, now: t0 + .milliseconds(200), behind: { false })
+        #expect(!woke)
+        // The shortest gap is never longer than the interval.
+        #expect(FetchWake(interval: .milliseconds(5), shortestGap: .milliseconds(10)).shortestGap == .milliseconds(5))
     }
 
     @Test func nothingIsWokenWhenNoPartitionIsBehindAndBehindIsAskedOnlyWhenItMatters() {
@@ -38,8 +67,8 @@ import Testing
         #expect(asked == 1)
         woke = wake.afterPoll(read: 3, asked: 100, now: t0, behind: { asked += 1; return true })
         #expect(woke)
-        // Within the interval it is not asked either.
-        woke = wake.afterPoll(read: 3, asked: 100, now: t0 + .milliseconds(1), behind: { asked += 1; return true })
+        // Within the interval it is not asked either (nothing read since the wake).
+        woke = wake.afterPoll(read: 0, asked: 100, now: t0 + .milliseconds(1), behind: { asked += 1; return true })
         #expect(!woke)
         #expect(asked == 2)
     }
