@@ -269,6 +269,15 @@ public final class KafkaConsumer {
         core.wakeFetchers(of: partitions, timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// `wakeFetchers`, on a thread of its own, without waiting: the caller goes on at once.
+    /// librdkafka's call first waits for the handle's lock, which a broker thread can hold
+    /// for tens of milliseconds while it reads a large fetch response. At most one wake is
+    /// under way; while one is, this does nothing and returns false. `close` waits for it.
+    @discardableResult
+    public func wakeFetchersInBackground(of partitions: [TopicPartition], timeoutMilliseconds: Int32 = 200) -> Bool {
+        core.wakeFetchersInBackground(of: partitions, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     /// The number of partitions of `topic`, from the cluster's metadata.
     public func partitionCount(_ topic: String, timeoutMilliseconds: Int32 = 10_000) throws(KafkaError) -> Int {
         guard let n = try core.client.topicPartitionCounts(timeoutMilliseconds: timeoutMilliseconds)[topic] else {

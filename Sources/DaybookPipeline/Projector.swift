@@ -148,8 +148,7 @@ public final class Projector: RebalanceHandler {
         let wait = machine.pollWait(partitions: facts())
         var events = consumer.poll(maxMessages: options.batchSize, timeoutMilliseconds: wait.wholeMilliseconds)
         if fetchWake.afterPoll(read: events.count, asked: options.batchSize, now: .now, behind: anyPartitionBehind) {
-            statistics.fetcherWakes += 1
-            consumer.wakeFetchers(of: workers.values.map(\.partition).sorted())
+            if consumer.wakeFetchersInBackground(of: workers.values.map(\.partition).sorted()) { statistics.fetcherWakes += 1 }
         }
         if let e = try perform(machine.heard(anything: !events.isEmpty, now: .now), into: &summary) { return e }
         // What the group changed during this poll is acted on before its messages count:

@@ -135,6 +135,11 @@ import Testing
         #expect(consumer.wakeFetchers(of: all, timeoutMilliseconds: 5_000) == distinct.count)
         // One partition: one broker asked.
         #expect(consumer.wakeFetchers(of: [all[0]], timeoutMilliseconds: 5_000) == 1)
+        // In the background: started, and once it is done (the synchronous wake runs on the
+        // same queue, after it) another starts.
+        #expect(consumer.wakeFetchersInBackground(of: all, timeoutMilliseconds: 5_000))
+        #expect(consumer.wakeFetchers(of: [all[0]], timeoutMilliseconds: 5_000) == 1)
+        #expect(consumer.wakeFetchersInBackground(of: all, timeoutMilliseconds: 5_000))
         // Partition counts come from the same metadata.
         #expect(try consumer.partitionCount(Self.topic) == 6)
     }

@@ -1,5 +1,7 @@
 import CRdKafka
 import DaybookLog
+import Dispatch
+import Synchronization
 
 /// The librdkafka side of `KafkaConsumer`.
 final class RDKafkaConsumer {
@@ -252,7 +254,44 @@ final class RDKafkaConsumer {
 
     /// Wakes the broker threads that fetch `partitions`: asks the watermarks of one partition
     /// of each leader (see `KafkaConsumer.wakeFetchers`). Returns how many brokers were asked.
+    /// Runs on `waker`, like every wake: `leaders` is only touched there.
     func wakeFetchers(of partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Int {
+        waker.sync { askLeaders(of: partitions, timeoutMilliseconds: timeoutMilliseconds) }
+    }
+
+    /// `wakeFetchers` on `waker`, without waiting for it; nothing when a wake is still under
+    /// way (it is about to wake the same threads). Returns whether it started one.
+    ///
+    /// `rd_kafka_query_watermark_offsets` first waits for the handle's lock, which a broker
+    /// thread holds while it reads a large fetch response: the wake near the end of a
+    /// catch-up took 23–60 ms however short its timeout, and the projector's loop stood still
+    /// meanwhile (BENCHMARKS.md, "Issue 26, thirteenth steps").
+    func wakeFetchersInBackground(of partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Bool {
+        guard wakePending.withLock({ pending in
+            if pending { return false }
+            pending = true
+            return true
+        }) else { return false }
+        let me = Unchecked(self)
+        waker.async {
+            _ = me.value.askLeaders(of: partitions, timeoutMilliseconds: timeoutMilliseconds)
+            me.value.wakePending.withLock { $0 = false }
+        }
+        return true
+    }
+
+    /// Waits for a wake under way (before the handle is closed).
+    func waitForWakes() { waker.sync {} }
+
+    private let waker = DispatchQueue(label: "daybook.kafka.wake-fetchers")
+    private let wakePending = Mutex(false)
+
+    private struct Unchecked: @unchecked Sendable {
+        let value: RDKafkaConsumer
+        init(_ value: RDKafkaConsumer) { self.value = value }
+    }
+
+    private func askLeaders(of partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Int {
         if partitions.contains(where: { leaders[$0] == nil }), leadersAsked.map({ ContinuousClock.now - $0 >= .seconds(10) }) ?? true {
             leadersAsked = .now
             if let known = try? client.partitionLeaders(timeoutMilliseconds: timeoutMilliseconds) { leaders = known }
@@ -324,6 +363,7 @@ final class RDKafkaConsumer {
     func close() {
         guard !closed else { return }
         closed = true
+        waitForWakes()
         stopDirect()
         rd_kafka_consumer_close(client.handle)
     }
