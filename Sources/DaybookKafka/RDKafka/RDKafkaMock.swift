@@ -1,5 +1,6 @@
 import CRdKafka
 import DaybookLog
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,6 +32,43 @@ final class RDKafkaMockCluster {
         }
         self.cluster = cluster
         bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
+        Self.disableNagle(listeningOn: Self.ports(of: bootstrapServers))
+    }
+
+    /// The ports of a bootstrap list of `host:port` entries.
+    static func ports(of bootstrapServers: String) -> Set<UInt16> {
+        Set(bootstrapServers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
+    }
+
+    /// Sets `TCP_NODELAY` on this process's TCP sockets listening on `ports` (the cluster's
+    /// listeners), so that every connection they accept has it, as a real broker's do.
+    /// librdkafka's mock cluster never sets it: an answer written in two pieces then waited
+    /// for the client's delayed ACK, ~40 ms, at random (a start's watermarks took 0.2–0.7 ms
+    /// in some runs and 41–45 ms in others: BENCHMARKS.md, "Issue 26, eleventh steps"). On
+    /// Linux an accepted socket inherits the option from its listener; the mock cluster
+    /// offers no hook to set it, so its listeners are found among the descriptors.
+    /// Returns how many listeners it set.
+    @discardableResult
+    static func disableNagle(listeningOn ports: Set<UInt16>) -> Int {
+        guard !ports.isEmpty else { return 0 }
+        var set = 0
+        // The open descriptors (Linux lists them); else the first 1,024.
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) }
+        for fd in open ?? Array(0..<1_024) {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            guard named == 0, length == socklen_t(MemoryLayout<sockaddr_in>.size), address.sin_family == sa_family_t(AF_INET),
+                  ports.contains(UInt16(bigEndian: address.sin_port)) else { continue }
+            var listening: Int32 = 0
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0, listening == 1 else { continue }
+            var on: Int32 = 1
+            if setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 { set += 1 }
+        }
+        return set
     }
 
     deinit {
