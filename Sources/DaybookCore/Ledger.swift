@@ -336,7 +336,10 @@ public final class Ledger {
     /// Drops what was needed least recently until the cache fits its budget (down to 3/4
     /// of it, so that eviction runs in rounds, not after every batch): first (user, metric,
     /// UTC day) windows, the coldest first, so that an interleaved log keeps every user's
-    /// recent days rather than all the days of a few users; then, if that is not enough
+    /// recent days rather than all the days of a few users, and among the windows of one
+    /// batch (one clock) the oldest day first, since a log goes on with the latest days
+    /// (in table order, the next batch read 28 % of its windows back: BENCHMARKS.md,
+    /// "Issue 26, thirteenth steps"); then, if that is not enough
     /// (tombstones, uuids known absent), whole users, least recently used first. Call it
     /// only when everything applied so far has been written to the store.
     public func evictIfOverBudget() {
@@ -357,7 +360,7 @@ public final class Ledger {
                 m.dayUse.forEach { day, use in windows.append((use, Int32(index), metric, day)) }
             }
         }
-        windows.sort { $0.use < $1.use }
+        windows.sort { ($0.use, $0.day) < ($1.use, $1.day) }
         var shrunk: [ObjectIdentifier: UserState] = [:]
         var dropped: [SampleUUID] = []
         for w in windows {

@@ -258,6 +258,34 @@ import Testing
         #expect(ledger.cacheEvictions == 5)
     }
 
+    @Test func evictionDropsTheOldestDaysOfABatchFirst() throws {
+        // One batch of a user's steps, a one-hour sample on each of 2024-05-01 … 05-10 (UTC):
+        // every window it loads has the same clock. A budget of two thirds of what is cached
+        // evicts down to half (3/4 of the budget); the oldest days go first, so a sample on
+        // 05-10, the day an arrival-order log goes on with, finds its 5 windows (05-08 …
+        // 05-12) cached: 5 hits, no miss. (Ties broken in table order evicted days at random
+        // and the next batch read its own days back: 28 % of the misses on the
+        // 262,482-event log.)
+        let store = MemoryStore()
+        let ledger = Ledger(priority: LogGenerator.priority, store: store, cacheBudgetBytes: Int.max)
+        let days = (1...10).map { added("s\($0)", "watch", "2024-05-\($0 < 10 ? "0" : "")\($0)T09:00:00Z", "2024-05-\($0 < 10 ? "0" : "")\($0)T10:00:00Z", 100, zone: "UTC") }
+        try ledger.load(for: days)
+        var dirty = Set<DayKey>()
+        for (i, e) in days.enumerated() { _ = ledger.apply(e, at: Int64(i), dirty: &dirty) }
+        _ = ledger.recompute(dirty)
+        store.commit(upserts: days.enumerated().compactMap { i, e in if case .sampleAdded(let s) = e { (s, Int64(i)) } else { nil } }, deletes: [])
+        ledger.evictIfOverBudget() // adds up what is cached (within the budget: nothing goes)
+        let cached = ledger.cachedBytes
+        #expect(cached > 0 && ledger.cacheEvictions == 0)
+        ledger.cacheBudgetBytes = cached / 3 * 2
+        ledger.evictIfOverBudget()
+        #expect(ledger.cacheEvictions > 0 && ledger.cachedBytes <= cached / 2)
+        let (hits, misses) = (ledger.cacheHits, ledger.cacheMisses)
+        try ledger.load(for: [added("t", "watch", "2024-05-10T11:00:00Z", "2024-05-10T12:00:00Z", 100, zone: "UTC")])
+        #expect(ledger.cacheMisses == misses, "the latest days were evicted")
+        #expect(ledger.cacheHits == hits + 5)
+    }
+
     /// A month of four users in arrival order (by the hour, users interleaved), with late
     /// edits and deletions of old days, through a cache that holds only about a week of
     /// days in all: cold days are evicted, every user's recent days stay, and no row changes.
