@@ -89,6 +89,7 @@ public final class Projector: RebalanceHandler {
             solo: options.solo || run.readsDirectly,
             stop: !run.untilCaughtUp ? .never : run.catchUpTargets == nil ? .caughtUp : .caughtUpWithTargets,
             followsGenerations: run.followsGenerations, minimumBatch: options.minimumBatch,
+            largestBatch: options.largestBatch, eventsInFlight: options.eventsInFlight,
             maximumBatchDelay: options.maximumBatchDelay, stagingBytes: options.stagingBytes,
             commitWidth: max(1, ProcessInfo.processInfo.activeProcessorCount), connectTimeout: options.connectTimeout)
     }

@@ -17,14 +17,23 @@ public struct ProjectorOptions: Sendable {
     /// buffers go back after each poll). Default: 16384 (measured on 1M events in arrival
     /// order, 64 partitions: 236–245 MiB peak against 257–268 with 50000, ~5 % more CPU).
     public var batchSize = 16_384
-    /// A partition's staged events are committed as one transaction once there are this
-    /// many (a load and a commit cost about the same for 800 events of a shard's users as
-    /// for 4,000). Default: 4096. (8,192 did less work per event in arrival order, where
-    /// every batch reloads its users' days: callgrind of a 262,482-event log, 21.4k → 20.0k
-    /// instructions an event over 32 partitions; but 4M events over 128 partitions then
-    /// peaked at 275–280 MiB against 225–229, each batch's users' days loaded at once:
-    /// BENCHMARKS.md, "Issue 26, twelfth steps".)
+    /// A partition's staged events are committed as one transaction once there are its
+    /// share of `eventsInFlight` (the events of all partitions read), at least this many
+    /// and at most `largestBatch`: 4,096 at 128 partitions, 8,192 at 64, 16,384 at 32 or
+    /// fewer. A load and a commit cost about the same for 800 events of a shard's users as
+    /// for 4,000, and in arrival order every batch reloads its users' days, so a batch
+    /// is as large as memory allows: the staged events of all partitions together stay
+    /// about the same (~46 MB of 88-byte events) whatever their number. A fixed 8,192 did
+    /// less work per event (callgrind of a 262,482-event log over 32 partitions: 21.4k →
+    /// 20.0k instructions an event; 16,384: 19.5k) but took 4M events over 128 partitions
+    /// to a peak of 275–280 MiB against 225–229 (BENCHMARKS.md, "Issue 26, twelfth steps"
+    /// and "thirteenth steps"). Default: 4,096.
     public var minimumBatch = 4_096
+    /// The most events a partition's batch waits for (see `minimumBatch`). Default: 16,384.
+    public var largestBatch = 16_384
+    /// The events all partitions' batches may hold together before each is due (see
+    /// `minimumBatch`). Default: 524,288 (128 partitions × 4,096).
+    public var eventsInFlight = 524_288
     /// ... or once the oldest of them has waited this long. A live stream does not wait for
     /// it: a batch that reaches the partition's end commits at once; this bounds a catch-up
     /// whose end is not known yet. Default: 5 s (1 s cut the 1M arrival-order batches

@@ -68,6 +68,11 @@ struct ProjectorStateMachine {
         /// Moves to the shards of a generation a rebuild swaps in; else the run stops.
         var followsGenerations = true
         var minimumBatch = 4_096
+        /// The most events a partition's batch waits for (`batch(partitions:)`).
+        var largestBatch = 16_384
+        /// The events all partitions' batches hold together, at most, before each is due
+        /// (`batch(partitions:)`).
+        var eventsInFlight = 524_288
         var maximumBatchDelay: Duration = .seconds(5)
         var stagingBytes = 72 << 20
         /// How many batches are committed at once (one per core), so that staging that must
@@ -75,6 +80,14 @@ struct ProjectorStateMachine {
         var commitWidth = 2
         /// How long the cluster may say nothing before it is asked whether it still answers.
         var connectTimeout: Duration = .seconds(30)
+
+        /// The events a batch is due at with `partitions` partitions open: their share of
+        /// `eventsInFlight`, within `minimumBatch` … `largestBatch` (128 partitions: 4,096;
+        /// 64: 8,192; 32 or fewer: 16,384). The staged events of all partitions then take
+        /// about as much memory whatever their number (`ProjectorOptions.eventsInFlight`).
+        func batch(partitions: Int) -> Int {
+            max(minimumBatch, min(largestBatch, eventsInFlight / max(1, partitions)))
+        }
     }
 
     /// When a run ends by itself.
@@ -321,7 +334,8 @@ struct ProjectorStateMachine {
     // MARK: Batches
 
     /// The batch policy: the partitions whose staged batch is committed now, and claimed
-    /// (a group member's). One is due when it has grown to `minimumBatch` events, reached the
+    /// (a group member's). One is due when it has grown to `policy.batch(partitions:)`
+    /// events (for the partitions open now), reached the
     /// end of its partition or its stop offset (a live stream commits what it has), or
     /// waited `maximumBatchDelay`; every staged one is when the poll came back empty.
     ///
@@ -329,14 +343,15 @@ struct ProjectorStateMachine {
     /// least `commitWidth` of them) until the rest fit again, not all at once: partitions
     /// that fill at the same pace are then staggered, the staged bytes form a staircase from
     /// empty to full whose sum is the budget, and each batch grows to twice the budget's even
-    /// share (to `minimumBatch` when that is smaller). Committing every partition at once
+    /// share (to `batch(partitions:)` when that is smaller). Committing every partition at once
     /// gave each only one even share: ~2,900 events at 128 partitions with 96 MiB.
     func due(idle: Bool, now: ContinuousClock.Instant, partitions: [Int32: PartitionFacts]) -> [Action] {
         let staged = partitions.filter { $0.value.stagedEnd != nil }
         if idle { return commit(staged.keys.sorted()) }
+        let batch = policy.batch(partitions: partitions.count)
         var due = Set(staged.filter { _, f in
             let end = f.stagedEnd ?? 0
-            return f.stagedCount >= policy.minimumBatch
+            return f.stagedCount >= batch
                 || end >= (f.knownEnd ?? .max)
                 || (f.stop.map { end >= $0 } ?? false)
                 || (f.stagedSince.map { now - $0 >= policy.maximumBatchDelay } ?? false)

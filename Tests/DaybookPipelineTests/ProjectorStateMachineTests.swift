@@ -9,7 +9,7 @@ import Testing
     let t0 = ContinuousClock.now
 
     func machine(solo: Bool = false, stop: Machine.StopRule = .never, follows: Bool = true, stagingBytes: Int = 1_000, commitWidth: Int = 2) -> Machine {
-        var m = Machine(policy: .init(solo: solo, stop: stop, followsGenerations: follows, minimumBatch: 100,
+        var m = Machine(policy: .init(solo: solo, stop: stop, followsGenerations: follows, minimumBatch: 100, largestBatch: 100,
                                       maximumBatchDelay: .seconds(5), stagingBytes: stagingBytes, commitWidth: commitWidth, connectTimeout: .seconds(30)), now: t0)
         if solo { m.took() }
         return m
@@ -121,6 +121,25 @@ import Testing
             5: PartitionFacts(next: 3),                                                                          // nothing staged
         ]
         #expect(m.due(idle: false, now: now, partitions: facts) == [.commit([0, 1, 2, 3])])
+    }
+
+    @Test func aBatchIsDueAtItsPartitionsShareOfTheEventsInFlight() {
+        // 524,288 events in flight, batches of 4,096 to 16,384: 128 partitions 4,096 each,
+        // 64 → 8,192, 32 → 16,384, 8 → 16,384 (the largest), 256 → 4,096 (the least).
+        let policy = Machine.Policy(minimumBatch: 4_096, largestBatch: 16_384, eventsInFlight: 524_288)
+        #expect([128, 64, 32, 8, 256, 1, 0].map { policy.batch(partitions: $0) } == [4_096, 8_192, 16_384, 16_384, 4_096, 16_384, 16_384])
+        // Through `due`: 1,000 events in flight, batches of 100 to 400. Two partitions open:
+        // 400 each, so 399 staged is not due and 400 is; ten open: 100 each.
+        let m = Machine(policy: .init(solo: true, minimumBatch: 100, largestBatch: 400, eventsInFlight: 1_000), now: t0)
+        func open(_ n: Int32, staged: Int) -> [Int32: PartitionFacts] {
+            var facts: [Int32: PartitionFacts] = [0: PartitionFacts(next: 0, stagedEnd: Int64(staged), stagedCount: staged, stagedBytes: 1, stagedSince: t0)]
+            for p in 1..<n { facts[p] = PartitionFacts(next: 0) }
+            return facts
+        }
+        #expect(m.due(idle: false, now: t0, partitions: open(2, staged: 399)).isEmpty)
+        #expect(m.due(idle: false, now: t0, partitions: open(2, staged: 400)) == [.commit([0])])
+        #expect(m.due(idle: false, now: t0, partitions: open(10, staged: 99)).isEmpty)
+        #expect(m.due(idle: false, now: t0, partitions: open(10, staged: 100)) == [.commit([0])])
     }
 
     @Test func everyStagedBatchIsDueWhenThePollIsIdleOrTheStagingIsFull() {
