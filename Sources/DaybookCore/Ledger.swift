@@ -44,6 +44,10 @@ public final class Ledger {
     private var touched: [UserState] = []
     /// Estimated bytes of the cached users (see `UserState.estimatedBytes`).
     public private(set) var cachedBytes = 0
+    /// The uuids evicted from users who knew all of theirs (made at the first such
+    /// eviction, an eighth of the budget, counted in it beside `cachedBytes`).
+    private var evicted: EvictedUUIDs?
+    private var evictedBytes: Int { evicted?.bytes ?? 0 }
 
     /// An in-memory ledger (rollups of a file, tests, benchmarks).
     public init(priority: SourcePriority = .builtIn) {
@@ -157,7 +161,7 @@ public final class Ledger {
                 state.uuidsKnown = none
             }
             let key = UUIDKey(batch.uuid(of: e))
-            if state.uuids[key] == nil, state.storeMayHold(key) {
+            if state.uuids[key] == nil, storeMayHold(key, of: state) {
                 unknown[ObjectIdentifier(state), default: (batch.name(e.user), state, [])].uuids.append(key.uuid.text)
             }
             context.hashes[i] = key.hash
@@ -349,7 +353,7 @@ public final class Ledger {
             state.accountedBytes = bytes
         }
         touched.removeAll(keepingCapacity: true)
-        guard store != nil, cachedBytes > cacheBudgetBytes else { return }
+        guard store != nil, cachedBytes + evictedBytes > cacheBudgetBytes else { return }
         let target = cacheBudgetBytes / 4 * 3
         recentUsers = RecentNames(capacity: Ledger.recentUserCount)
         // Each window names its user by its place in `states`: no user id is copied or hashed.
@@ -364,7 +368,7 @@ public final class Ledger {
         var shrunk: [ObjectIdentifier: UserState] = [:]
         var dropped: [SampleUUID] = []
         for w in windows {
-            guard cachedBytes > target else { break }
+            guard cachedBytes + evictedBytes > target else { break }
             let state = states[Int(w.user)]
             guard var m = state.metrics[w.metric] else { continue }
             state.metrics[w.metric] = nil // keep the state uniquely referenced while it changes
@@ -375,7 +379,7 @@ public final class Ledger {
                 state.uuids[key] = nil
                 // The store holds it now: remembered by its hash, so that a uuid the user
                 // never had still needs no lookup.
-                if state.uuidsKnown { state.evictedUUIDs.insert(UUIDHash(key.hash)) }
+                if state.uuidsKnown { rememberEvicted(key, of: state) }
             }
             state.metrics[w.metric] = m
             state.complete = false // the store now holds what the cache does not
@@ -387,30 +391,29 @@ public final class Ledger {
         }
         // A dictionary keeps its storage when entries leave: give back what eviction emptied.
         for state in shrunk.values { state.compact() }
-        forgetEvictedUUIDsOverBudget()
-        guard cachedBytes > target else { return }
+        guard cachedBytes + evictedBytes > target else { return }
         for (id, state) in users.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
-            guard cachedBytes > target else { break }
+            guard cachedBytes + evictedBytes > target else { break }
             cachedBytes -= state.accountedBytes
             cacheEvictions += state.metrics.all.reduce(0) { $0 + $1.1.dayUse.count }
             users[id] = nil
         }
     }
 
-    /// The most the users' evicted-uuid hashes may take of the cache budget (a quarter):
-    /// beyond it every user's are dropped, and their new uuids are looked up in the store
-    /// again until they leave the cache (a bounded filter, not one that grows with history).
-    private func forgetEvictedUUIDsOverBudget() {
-        var entries = 0
-        for state in users.values { entries += state.evictedUUIDs.count }
-        guard entries * UserState.bytesPerEvictedUUID > cacheBudgetBytes / 4 else { return }
-        for state in users.values where !state.evictedUUIDs.isEmpty {
-            state.uuidsKnown = false
-            state.evictedUUIDs = []
-            let bytes = state.estimatedBytes
-            cachedBytes += bytes - state.accountedBytes
-            state.accountedBytes = bytes
+    /// Remembers that uuid `key` of `state` (whose uuids are all known) left the cache. The
+    /// filter is made at the first such eviction, an eighth of the budget; once it holds
+    /// its capacity (or the budget shrank below it), every user's uuids are forgotten: their
+    /// new uuids are looked up in the store again until they leave the cache, and the next
+    /// eviction starts a new filter (bounded, not growing with history).
+    private func rememberEvicted(_ key: UUIDKey, of state: UserState) {
+        if let filter = evicted, filter.isFull || filter.bytes > cacheBudgetBytes / 8 {
+            evicted = nil
+            for user in users.values { user.uuidsKnown = false }
+            return
         }
+        let filter = evicted ?? EvictedUUIDs(bytes: cacheBudgetBytes / 8)
+        evicted = filter
+        filter.insert(EvictedUUIDs.key(uuid: key.hash, user: state.nameHash))
     }
 
     /// Forgets everything cached (after a failed write, the cache may be ahead of the store).
@@ -420,6 +423,7 @@ public final class Ledger {
         users.removeAll()
         touched.removeAll()
         cachedBytes = 0
+        evicted = nil
     }
 
     // MARK: Applying events
@@ -490,7 +494,7 @@ public final class Ledger {
         // One lookup of the uuid decides everything below.
         let uuidKey = uuidHash.map { UUIDKey(sample.compactUUID, hash: $0) } ?? UUIDKey(sample.compactUUID)
         let current = state.uuids[uuidKey]
-        storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
+        storeLacks = store != nil && self.storeLacks(current, key: uuidKey, of: state)
         if case .tombstoned? = current { return false }
         return put(makeRecord(sample, seq: position), metric: sample.metric, in: state, as: uuidKey, replacing: current,
                    user: sample.user, dirty: &dirty)
@@ -530,7 +534,7 @@ public final class Ledger {
         let uuid = batch.uuid(of: e)
         let uuidKey = context.hashes.isEmpty ? UUIDKey(uuid) : UUIDKey(uuid, hash: context.hashes[i])
         let current = state.uuids[uuidKey]
-        storeLacks = store != nil && Ledger.storeLacks(current, key: uuidKey, of: state)
+        storeLacks = store != nil && self.storeLacks(current, key: uuidKey, of: state)
         if case .tombstoned? = current { return false }
         var source = context.sourceIDs[Int(e.source)]
         if source < 0 {
@@ -598,17 +602,25 @@ public final class Ledger {
     public func storeLacks(user: String, uuid: SampleUUID) -> Bool {
         guard store != nil, let state = cachedUser(user) else { return false }
         let key = UUIDKey(uuid)
-        return Ledger.storeLacks(state.uuids[key], key: key, of: state)
+        return storeLacks(state.uuids[key], key: key, of: state)
     }
 
     /// Whether the store holds nothing of uuid `key`, whose cached state is `uuidState`, of
     /// user `state`.
-    private static func storeLacks(_ uuidState: UUIDState?, key: UUIDKey, of state: UserState) -> Bool {
+    private func storeLacks(_ uuidState: UUIDState?, key: UUIDKey, of state: UserState) -> Bool {
         switch uuidState {
         case .absent?: return true
-        case nil: return !state.storeMayHold(key)
+        case nil: return !storeMayHold(key, of: state)
         default: return false
         }
+    }
+
+    /// Whether the store may hold uuid `key` of user `state`, which its `uuids` does not name.
+    @inline(__always)
+    private func storeMayHold(_ key: UUIDKey, of state: UserState) -> Bool {
+        guard state.uuidsKnown else { return true }
+        guard let evicted else { return false }
+        return evicted.mayContain(EvictedUUIDs.key(uuid: key.hash, user: state.nameHash))
     }
 
     /// Whether `uuid` of `user` has been deleted (and so can never be added again), as far
@@ -640,7 +652,7 @@ public final class Ledger {
         if let existing = cachedUser(id) {
             state = existing
         } else {
-            state = UserState()
+            state = UserState(nameHash: NameHash.of(id))
             users[NameKey(id)] = state
             recentUsers.note(id, state)
             created = true
@@ -917,21 +929,16 @@ private final class UserState {
     /// Everything the store holds of this user is in the cache (the store had nothing when
     /// the user was first loaded): nothing needs to be looked up.
     var complete = false
-    /// Every uuid the store holds of this user is in `uuids` or has its hash in
-    /// `evictedUUIDs` (the store had nothing when the user was first loaded, and what left
-    /// the cache since was remembered): a uuid in neither needs no lookup. Outlives
-    /// `complete`, which the first eviction ends.
+    /// Every uuid the store holds of this user is in `uuids` or in the ledger's `evicted`
+    /// filter (the store had nothing when the user was first loaded, and what left the
+    /// cache since was remembered): a uuid in neither needs no lookup. Outlives `complete`,
+    /// which the first eviction ends.
     var uuidsKnown = false
-    /// The `NameHash` of each uuid eviction dropped from `uuids` while `uuidsKnown`: 8 bytes
-    /// where its state and record took ~250 (a hash shared by two uuids only costs a lookup).
-    var evictedUUIDs = Set<UUIDHash>()
-    static let bytesPerEvictedUUID = 16
+    /// `NameHash.of` the user's id: what `EvictedUUIDs` mixes into a uuid's hash.
+    let nameHash: UInt64
 
-    /// Whether the store may hold uuid `key`, which `uuids` does not name.
-    @inline(__always)
-    func storeMayHold(_ key: UUIDKey) -> Bool {
-        !uuidsKnown || (!evictedUUIDs.isEmpty && evictedUUIDs.contains(UUIDHash(key.hash)))
-    }
+    init(nameHash: UInt64) { self.nameHash = nameHash }
+
     /// `estimatedBytes` when the ledger last added it up.
     var accountedBytes = 0
 
@@ -950,7 +957,7 @@ private final class UserState {
     /// bucket its arrays; per uuid its map entry (not calibrated; BENCHMARKS.md measures the
     /// peak RSS with the default budget and with 1 MiB).
     var estimatedBytes: Int {
-        var bytes = 256 + uuids.count * 96 + evictedUUIDs.count * UserState.bytesPerEvictedUUID
+        var bytes = 256 + uuids.count * 96
         for (_, m) in metrics.all { bytes += m.records.count * 160 + m.buckets.count * 96 + m.dayUse.count * 48 }
         return bytes
     }
@@ -978,14 +985,6 @@ struct UUIDKey: Hashable {
     static func == (a: UUIDKey, b: UUIDKey) -> Bool { a.hash == b.hash && a.uuid == b.uuid }
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     func _rawHashValue(seed: Int) -> Int { NameHash.table(hash, seed: seed) }
-}
-
-/// A uuid's `hash64`, as a set element hashed without SipHash (already mixed).
-struct UUIDHash: Hashable {
-    var value: UInt64
-    init(_ value: UInt64) { self.value = value }
-    func hash(into hasher: inout Hasher) { hasher.combine(value) }
-    func _rawHashValue(seed: Int) -> Int { NameHash.table(value, seed: seed) }
 }
 
 enum UUIDState {

@@ -217,6 +217,62 @@ import Testing
                 == .cumulative(value: 300, sources: [SourceShare(source: "phone", value: 300)]))
     }
 
+    /// ana, new to the store, sends `perDay` half-minute samples a day for `days` days, a
+    /// batch a day, through a cache of `budget` bytes; the store's uuid lookups so far after
+    /// each day.
+    static func dailyBatches(days: Int, perDay: Int, budget: Int) throws -> (lookups: [Int], ledger: Ledger) {
+        let store = MemoryStore()
+        let ledger = Ledger(priority: LogGenerator.priority, store: store, cacheBudgetBytes: budget)
+        var position: Int64 = 0
+        var lookups: [Int] = []
+        let first = CivilDay("2024-01-01")!.number
+        for day in 0..<days {
+            let date = CivilDay(number: first + Int32(day)).description
+            let events: [Event] = (0..<perDay).map { i in
+                let minute = i % 60, hour = 6 + i / 60
+                let at = "\(date)T\(hour < 10 ? "0" : "")\(hour):\(minute < 10 ? "0" : "")\(minute)"
+                return added("ana-\(day)-\(i)", "watch", at + ":00Z", at + ":30Z", 10, zone: "UTC")
+            }
+            try ledger.load(for: events)
+            var dirty = Set<DayKey>()
+            var upserts: [(Sample, Int64)] = []
+            for event in events {
+                if ledger.apply(event, at: position, dirty: &dirty), case .sampleAdded(let s) = event { upserts.append((s, position)) }
+                position += 1
+            }
+            _ = ledger.recompute(dirty)
+            store.commit(upserts: upserts, deletes: [])
+            ledger.evictIfOverBudget()
+            lookups.append(store.entryLookups)
+        }
+        return (lookups, ledger)
+    }
+
+    @Test func newUUIDsNeedNoLookupLongAfterTheOldSetOfEvictedHashesWouldHaveBeenForgotten() throws {
+        // 400 samples a day (~100 KB in the cache's reckoning), a cache of 256 KiB: each
+        // batch evicts older days, ~11,000 uuids in 30 days. The filter (an eighth of the
+        // budget, 32 KiB: capacity 30,932) keeps every one known, so no uuid is looked up;
+        // a set of hashes at 16 bytes each within a quarter of the budget (4,096) forgot
+        // them all after ~10 days, and each day's 400 were looked up from then on (7,600
+        // or more by day 30).
+        let (lookups, ledger) = try Self.dailyBatches(days: 30, perDay: 400, budget: 256 << 10)
+        #expect(ledger.cacheEvictions > 20, "the cache must be too small for the month")
+        // (A uuid the filter mistakes for an evicted one is looked up: ~0.06 % of them here.)
+        #expect((lookups.last ?? .max) < 100, "\(lookups)")
+    }
+
+    @Test func onceTheFilterIsFullEveryUsersUUIDsAreForgottenAndLookedUpAgain() throws {
+        // 100 samples a day (~25 KB), a cache of 64 KiB: the filter is 8 KiB, capacity 7,733
+        // uuids; about 100 are evicted a day from the third on, so it fills near day 80.
+        // Before, a uuid is looked up only when the filter mistakes it for an evicted one
+        // (a few, more as it fills: under 2 %); after, ana's uuids are forgotten and each
+        // day's 100 new ones are looked up.
+        let (lookups, _) = try Self.dailyBatches(days: 90, perDay: 100, budget: 64 << 10)
+        #expect(lookups[30] < 30, "\(lookups)")
+        #expect(lookups[70] < 200, "\(lookups)")
+        #expect(lookups[89] - lookups[88] == 100, "\(lookups)")
+    }
+
     @Test func aLoadJoinsTheDaysItsEventsNeedIntoTheFewestRanges() {
         // 1...5 and 3...7 overlap, 8...9 touches them, 11...12 stands apart, 4...4 lies inside.
         #expect(Ledger.merged([3...7, 11...12, 1...5, 8...9, 4...4]) == [1...9, 11...12])

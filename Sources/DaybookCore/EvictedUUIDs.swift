@@ -1,0 +1,66 @@
+/// The uuids a cached ledger evicted while it knew every uuid the store holds of their user
+/// (`UserState.uuidsKnown`), as a Bloom filter of (user, uuid) hashes shared by the
+/// ledger's users: a uuid it does not name was never evicted, so the store does not hold
+/// it and needs no lookup; one it names may be (about 2 % are not, at capacity), and is
+/// looked up. It never answers "no" for an inserted hash.
+///
+/// A set of 64-bit hashes took 16 bytes an evicted uuid, so a quarter of a partition's
+/// share of the cache held a few thousand of them; past that every user's were forgotten
+/// and each new uuid of theirs was looked up in the store: 3,561 instructions an event of
+/// the 1M-event log over 64 partitions, every lookup answering "absent" (BENCHMARKS.md,
+/// "Issue 26, thirteenth steps"). This takes ~8.5 bits a uuid.
+final class EvictedUUIDs {
+    private var words: [UInt64]
+    private let mask: UInt64
+    /// Hashes inserted since it was made (a uuid evicted again, after a reload, once; so
+    /// a little fewer than the distinct ones when some were taken for repeats).
+    private(set) var count = 0
+    /// How many hashes it takes before false positives pass ~2 % (4 probes, 8.5 bits each).
+    let capacity: Int
+
+    /// A filter of at most `bytes` (a power of two of 8-byte words, at least one).
+    init(bytes: Int) {
+        var n = 1
+        while n * 2 * 8 <= bytes { n *= 2 }
+        words = [UInt64](repeating: 0, count: n)
+        mask = UInt64(n * 64 - 1)
+        capacity = n * 64 * 118 / 1_000
+    }
+
+    var bytes: Int { words.count * 8 }
+    var isFull: Bool { count >= capacity }
+
+    /// The hash the filter keeps for `uuidHash` of the user whose `NameHash` is `userHash`.
+    @inline(__always)
+    static func key(uuid uuidHash: UInt64, user userHash: UInt64) -> UInt64 {
+        (uuidHash ^ userHash) &* 0x9E37_79B9_7F4A_7C15
+    }
+
+    func insert(_ key: UInt64) {
+        let (a, b) = (key, (key >> 32) | 1)
+        let added = words.withUnsafeMutableBufferPointer { w in
+            var added = false
+            for i in 0..<UInt64(4) {
+                let bit = (a &+ i &* b) & mask
+                let word = Int(bit >> 6), one: UInt64 = 1 << (bit & 63)
+                if w[word] & one == 0 {
+                    w[word] |= one
+                    added = true
+                }
+            }
+            return added
+        }
+        if added { count += 1 }
+    }
+
+    func mayContain(_ key: UInt64) -> Bool {
+        let (a, b) = (key, (key >> 32) | 1)
+        return words.withUnsafeBufferPointer { w in
+            for i in 0..<UInt64(4) {
+                let bit = (a &+ i &* b) & mask
+                if w[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
+            }
+            return true
+        }
+    }
+}
