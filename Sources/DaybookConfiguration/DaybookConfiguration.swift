@@ -15,8 +15,9 @@ public struct DaybookConfiguration: Sendable {
     public var cacheMegabytes = 32
     /// `state.batch_mb`: memory for decoded events waiting to be committed as their
     /// partition's batch (`ProjectorOptions.stagingBytes`), shared by all partitions of the
-    /// process. Default 72: enough for 128 partitions' batches to reach `minimumBatch` (4,096)
-    /// events, the fullest committed first; more partitions need more (see
+    /// process. Default 72: enough for 128 partitions' batches to reach their size (4,096
+    /// events there, 16,384 at 32 partitions or fewer: `ProjectorOptions.minimumBatch`),
+    /// the fullest committed first; more partitions need more (see
     /// `ProjectorOptions.stagingBytes`).
     public var batchMegabytes = 72
     /// `state.batch_delay_ms`: the longest a staged event waits for its partition's batch to

@@ -36,9 +36,11 @@ enum ProjectCommand: Subcommand {
     MEMORY is bounded, whatever the history: the shards are the state store, and opening
     one reads only its offset. A cache of recently used users' samples (state.cache_mb,
     default 32, shared by all partitions: 3/4 samples, 1/4 SQLite pages) is filled as
-    batches need it and evicted least-recently-used. Decoded events waiting for their
-    partition's batch are bounded by state.batch_mb (default 72, all partitions together;
-    when full, the fullest batches commit first). Prefetched messages are bounded in
+    batches need it and evicted least-recently-used. A partition's batch commits at its
+    share of 524,288 events (4,096 at 128 partitions, 16,384 at 32 or fewer) or at the
+    partition's end. Decoded events waiting for their partition's batch are bounded by
+    state.batch_mb (default 72, all partitions together; when full, the fullest batches
+    commit first). Prefetched messages are bounded in
     total by kafka.consumer.prefetch_mb (default 16 MB of payloads, all partitions
     together; librdkafka's per-message overhead makes that up to ~48 MB at the peak).
     --verbose logs the whole account at start (152 MiB by default, plus ~36 MiB for the
