@@ -83,7 +83,7 @@ public final class Database {
                 pageSizeIfNew: Int? = nil) throws(DatabaseError) {
         _ = Database.configured
         self.path = path
-        if !readOnly, create, !FileManager.default.fileExists(atPath: path) {
+        if !readOnly, create, path != ":memory:", !FileManager.default.fileExists(atPath: path) {
             // Create the file ourselves so it is private from the first byte; SQLite gives
             // its -wal and -shm files the same mode.
             let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
@@ -119,6 +119,27 @@ public final class Database {
             try execute("PRAGMA synchronous=NORMAL")
         }
         try execute("PRAGMA foreign_keys=ON")
+    }
+
+    /// The bytes of the database on this connection (`sqlite3_serialize`): for a template
+    /// made in memory and written out as a new file. `asWAL` marks them as a WAL database
+    /// (the header's file format versions, bytes 18 and 19, set to 2), as a file switched
+    /// to WAL mode is.
+    public func serialized(asWAL: Bool = false) throws(DatabaseError) -> [UInt8] {
+        var size: sqlite3_int64 = 0
+        guard let raw = sqlite3_serialize(handle, "main", &size, 0) else {
+            throw DatabaseError(code: SQLITE_NOMEM, message: "cannot serialize the database", sql: nil, path: path)
+        }
+        defer { sqlite3_free(raw) }
+        var bytes = Array(UnsafeBufferPointer(start: raw, count: Int(size)))
+        guard bytes.count >= 100 else {
+            throw DatabaseError(code: SQLITE_CORRUPT, message: "a serialized database without its 100-byte header", sql: nil, path: path)
+        }
+        if asWAL {
+            bytes[18] = 2
+            bytes[19] = 2
+        }
+        return bytes
     }
 
     /// Whether a read-only open must be an immutable one: a WAL database in a directory this

@@ -207,6 +207,57 @@ public final class Shard {
         CREATE TABLE uuid_runs (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
         """
 
+    /// A new shard's file as it is before anything is written into it: `currentSchema` with
+    /// every migration recorded, `pageSize` pages, marked as a WAL database (header bytes 18
+    /// and 19, the file format versions, are 2). Made once a process, in memory. Creating
+    /// each new shard's schema took ~3.2 M instructions (SQLite parsing the statements)
+    /// and 4 fsyncs switching the new file to WAL through a rollback journal: 102 M
+    /// instructions for the 32 shards of a catch-up, ~390 an event of the issue's
+    /// 262,482-event log (BENCHMARKS.md, "Issue 26, thirteenth steps").
+    static let template: Result<[UInt8], any Error> = Result { () throws -> [UInt8] in
+        let memory = try Database(path: ":memory:")
+        try memory.execute("PRAGMA page_size=\(Shard.pageSize)")
+        try memory.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
+        return try memory.serialized(asWAL: true)
+    }
+
+    /// Writes a new shard at `path` (which does not exist; the caller holds its lock) from
+    /// `template`: to a file beside it, synced, then renamed into place, so that a reader
+    /// finds no shard or a whole one, never a part.
+    static func writeNew(_ path: String) throws {
+        let bytes = try template.get()
+        let partial = path + ".new"
+        unlink(partial) // a part left by a process killed while writing it
+        let fd = open(partial, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ShardError(.storage, "cannot create \(partial): \(String(cString: strerror(errno))). Check that the data directory is writable and has space.") }
+        var written = 0
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { raw in
+            while written < raw.count {
+                let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                written += n
+            }
+        }
+        if failure == 0, fsync(fd) != 0 { failure = errno }
+        close(fd)
+        if failure == 0, rename(partial, path) != 0 { failure = errno }
+        guard failure == 0 else {
+            unlink(partial)
+            throw ShardError(.storage, "cannot write the new shard \(path): \(String(cString: strerror(failure))). Check that the data directory is writable and has space.")
+        }
+        // The rename itself is made durable with its directory.
+        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
+    }
+
     /// Opens or creates the shard of `topic`/`partition` in `directory`.
     /// - Parameter fingerprint: a description of the source priority; a shard built with
     ///   another priority is refused (its totals would be wrong), which asks for a rebuild.
@@ -226,6 +277,7 @@ public final class Shard {
         let directory = (path as NSString).deletingLastPathComponent
         lockDescriptor = try Shard.lock(path + ".lock", timeout: lockTimeout)
         do {
+            if !FileManager.default.fileExists(atPath: path) { try Shard.writeNew(path) }
             database = try Database(path: path, pageSizeIfNew: Shard.pageSize)
             // A database with tables but none of ours is someone else's file: never write into it.
             let tables = try database.statement("SELECT count(*), count(CASE WHEN name = 'schema_migrations' THEN 1 END) FROM sqlite_master WHERE type = 'table'")

@@ -46,6 +46,28 @@ import Testing
         #expect(a.contains("migration \(DeadLetterMarks.supersededMigrationName)") && !a.contains { $0.hasPrefix("table entries") })
     }
 
+    /// A new shard is written from the process's template (`Shard.template`) beside its
+    /// place and renamed there: in WAL mode from its first byte, whole (SQLite's integrity
+    /// check), nothing left beside it; a part left by a process killed while writing one
+    /// is replaced.
+    @Test func aNewShardIsWrittenWholeFromTheTemplateInWALMode() throws {
+        let path = scratch.path + "/new.sqlite"
+        // A part of a shard, as a process killed while writing it would leave.
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path + ".new"))
+        let shard = try Shard(path: path, topic: "t", partition: 3, fingerprint: "f")
+        #expect(!FileManager.default.fileExists(atPath: path + ".new"))
+        #expect(try shard.database.statement("PRAGMA journal_mode").firstRow { $0.text(0) } == "wal")
+        #expect(try shard.database.statement("PRAGMA integrity_check").firstRow { $0.text(0) } == "ok")
+        // The template's header says WAL (file format versions 2 and 2), as a switched file's does.
+        let template = try Shard.template.get()
+        #expect(template[18] == 2 && template[19] == 2 && template.count % Shard.pageSize == 0)
+        // It takes writes and keeps them.
+        try shard.database.execute("INSERT INTO meta (key, value) VALUES ('kept', '1')")
+        let reopened = try Database(path: path)
+        #expect(try reopened.statement("SELECT value FROM meta WHERE key = 'kept'").firstRow { $0.text(0) } == "1")
+        #expect(try reopened.statement("SELECT value FROM meta WHERE key = 'partition'").firstRow { $0.text(0) } == "3")
+    }
+
     static func pageSize(_ db: Database) throws -> Int64? {
         try db.statement("PRAGMA page_size").firstRow { $0.int64(0) }
     }
