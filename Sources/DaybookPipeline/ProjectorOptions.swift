@@ -78,7 +78,7 @@ public struct ProjectorOptions: Sendable {
 /// BENCHMARKS.md, "Issue 26: memory at 1M/64, 2M/64, 4M/128"). The process adds ~36 MiB of
 /// its own (code, threads, an idle restart's peak) and malloc's fragmentation.
 ///
-/// The account is not the peak: at 4M events over 128 partitions the peak RSS (225–232 MiB
+/// The account is not the peak: at 4M events over 128 partitions the peak RSS (216–232 MiB
 /// by default; 256–275 before staged events were plain data) is reached when the prefetch
 /// fills whole during a long commit round (jumps of 35–50 MB, half that with half the
 /// prefetch), on top of staged arrays grown by doubling
