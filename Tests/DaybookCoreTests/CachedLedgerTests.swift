@@ -183,16 +183,7 @@ import Testing
         var rows: [DayKey: DayTotal] = [:]
         var position: Int64 = 0
         func batch(_ events: [Event]) throws {
-            try ledger.load(for: events)
-            var dirty = Set<DayKey>()
-            var upserts: [(Sample, Int64)] = []
-            for event in events {
-                if ledger.apply(event, at: position, dirty: &dirty), case .sampleAdded(let s) = event { upserts.append((s, position)) }
-                position += 1
-            }
-            for (key, total) in ledger.recompute(dirty) { rows[key] = total }
-            store.commit(upserts: upserts, deletes: [])
-            ledger.evictIfOverBudget()
+            for (key, total) in try Self.commit(events, ledger: ledger, store: store, position: &position) { rows[key] = total }
         }
         let a = added("a", "phone", "2024-05-01T09:00:00Z", "2024-05-01T10:00:00Z", 500, zone: "UTC")
         try batch([a])
@@ -217,6 +208,22 @@ import Testing
                 == .cumulative(value: 300, sources: [SourceShare(source: "phone", value: 300)]))
     }
 
+    /// One batch as the projector runs it: loaded, applied from `position` on, recomputed,
+    /// written to `store`, then the cache evicted to its budget; the rows recomputed.
+    static func commit(_ events: [Event], ledger: Ledger, store: MemoryStore, position: inout Int64) throws -> [DayKey: DayTotal?] {
+        try ledger.load(for: events)
+        var dirty = Set<DayKey>()
+        var upserts: [(Sample, Int64)] = []
+        for event in events {
+            if ledger.apply(event, at: position, dirty: &dirty), case .sampleAdded(let s) = event { upserts.append((s, position)) }
+            position += 1
+        }
+        let rows = ledger.recompute(dirty)
+        store.commit(upserts: upserts, deletes: [])
+        ledger.evictIfOverBudget()
+        return rows
+    }
+
     /// ana, new to the store, sends `perDay` half-minute samples a day for `days` days, a
     /// batch a day, through a cache of `budget` bytes; the store's uuid lookups so far after
     /// each day.
@@ -233,16 +240,7 @@ import Testing
                 let at = "\(date)T\(hour < 10 ? "0" : "")\(hour):\(minute < 10 ? "0" : "")\(minute)"
                 return added("ana-\(day)-\(i)", "watch", at + ":00Z", at + ":30Z", 10, zone: "UTC")
             }
-            try ledger.load(for: events)
-            var dirty = Set<DayKey>()
-            var upserts: [(Sample, Int64)] = []
-            for event in events {
-                if ledger.apply(event, at: position, dirty: &dirty), case .sampleAdded(let s) = event { upserts.append((s, position)) }
-                position += 1
-            }
-            _ = ledger.recompute(dirty)
-            store.commit(upserts: upserts, deletes: [])
-            ledger.evictIfOverBudget()
+            _ = try commit(events, ledger: ledger, store: store, position: &position)
             lookups.append(store.entryLookups)
         }
         return (lookups, ledger)
