@@ -10,7 +10,9 @@
 /// the 1M-event log over 64 partitions, every lookup answering "absent" (BENCHMARKS.md,
 /// "Issue 26, thirteenth steps"). This takes ~8.5 bits a uuid.
 final class EvictedUUIDs {
-    private var words: [UInt64]
+    /// The bits, allocated once (an array's copy-on-write checks cost ~150 instructions an
+    /// insert, more than the insert).
+    private let words: UnsafeMutableBufferPointer<UInt64>
     private let mask: UInt64
     /// Hashes inserted since it was made (a uuid evicted again, after a reload, once; so
     /// a little fewer than the distinct ones when some were taken for repeats).
@@ -22,10 +24,13 @@ final class EvictedUUIDs {
     init(bytes: Int) {
         var n = 1
         while n * 2 * 8 <= bytes { n *= 2 }
-        words = [UInt64](repeating: 0, count: n)
+        words = .allocate(capacity: n)
+        words.initialize(repeating: 0)
         mask = UInt64(n * 64 - 1)
         capacity = n * 64 * 118 / 1_000
     }
+
+    deinit { words.deallocate() }
 
     var bytes: Int { words.count * 8 }
     var isFull: Bool { count >= capacity }
@@ -38,29 +43,24 @@ final class EvictedUUIDs {
 
     func insert(_ key: UInt64) {
         let (a, b) = (key, (key >> 32) | 1)
-        let added = words.withUnsafeMutableBufferPointer { w in
-            var added = false
-            for i in 0..<UInt64(4) {
-                let bit = (a &+ i &* b) & mask
-                let word = Int(bit >> 6), one: UInt64 = 1 << (bit & 63)
-                if w[word] & one == 0 {
-                    w[word] |= one
-                    added = true
-                }
+        var added = false
+        for i in 0..<UInt64(4) {
+            let bit = (a &+ i &* b) & mask
+            let word = Int(bit >> 6), one: UInt64 = 1 << (bit & 63)
+            if words[word] & one == 0 {
+                words[word] |= one
+                added = true
             }
-            return added
         }
         if added { count += 1 }
     }
 
     func mayContain(_ key: UInt64) -> Bool {
         let (a, b) = (key, (key >> 32) | 1)
-        return words.withUnsafeBufferPointer { w in
-            for i in 0..<UInt64(4) {
-                let bit = (a &+ i &* b) & mask
-                if w[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
-            }
-            return true
+        for i in 0..<UInt64(4) {
+            let bit = (a &+ i &* b) & mask
+            if words[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
         }
+        return true
     }
 }

@@ -406,14 +406,19 @@ public final class Ledger {
     /// new uuids are looked up in the store again until they leave the cache, and the next
     /// eviction starts a new filter (bounded, not growing with history).
     private func rememberEvicted(_ key: UUIDKey, of state: UserState) {
-        if let filter = evicted, filter.isFull || filter.bytes > cacheBudgetBytes / 8 {
+        let filterKey = EvictedUUIDs.key(uuid: key.hash, user: state.nameHash)
+        guard let filter = evicted else {
+            let made = EvictedUUIDs(bytes: cacheBudgetBytes / 8)
+            made.insert(filterKey)
+            evicted = made
+            return
+        }
+        if filter.isFull || filter.bytes > cacheBudgetBytes / 8 {
             evicted = nil
             for user in users.values { user.uuidsKnown = false }
             return
         }
-        let filter = evicted ?? EvictedUUIDs(bytes: cacheBudgetBytes / 8)
-        evicted = filter
-        filter.insert(EvictedUUIDs.key(uuid: key.hash, user: state.nameHash))
+        filter.insert(filterKey)
     }
 
     /// Forgets everything cached (after a failed write, the cache may be ahead of the store).
