@@ -229,7 +229,7 @@ public final class Shard {
         let partial = path + ".new"
         unlink(partial) // a part left by a process killed while writing it
         let fd = open(partial, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ShardError(.storage, "cannot create \(partial): \(String(cString: strerror(errno))). Check that the data directory is writable and has space.") }
+        guard fd >= 0 else { throw storageFault(errno, path: partial, "cannot create the new shard") }
         var written = 0
         var failure: Int32 = 0
         bytes.withUnsafeBytes { raw in
@@ -248,7 +248,7 @@ public final class Shard {
         if failure == 0, rename(partial, path) != 0 { failure = errno }
         guard failure == 0 else {
             unlink(partial)
-            throw ShardError(.storage, "cannot write the new shard \(path): \(String(cString: strerror(failure))). Check that the data directory is writable and has space.")
+            throw storageFault(failure, path: path, "cannot write the new shard")
         }
         // The rename itself is made durable with its directory.
         let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -256,6 +256,19 @@ public final class Shard {
             _ = fsync(directory)
             close(directory)
         }
+    }
+
+    /// A failed write of a new shard as the `DatabaseError` SQLite gives for the same fault
+    /// (a full disk or a file-size limit is `SQLITE_FULL`, and so on), so that every caller
+    /// tells it as it tells a failed commit: what is left, and how to free the space.
+    static func storageFault(_ code: Int32, path: String, _ doing: String) -> DatabaseError {
+        let result: DatabaseError.ResultCode = switch code {
+        case ENOSPC, EFBIG, EDQUOT: .full
+        case EROFS: .readOnly
+        case EACCES, EPERM: .permission
+        default: .ioError
+        }
+        return DatabaseError(code: result.rawValue, message: "\(doing): \(String(cString: strerror(code)))", sql: nil, path: path)
     }
 
     /// Opens or creates the shard of `topic`/`partition` in `directory`.

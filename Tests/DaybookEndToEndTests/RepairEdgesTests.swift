@@ -189,8 +189,8 @@ import Testing
         let (broker, data) = try RoughEdgesTests.projected(in: scratch)
         defer { _ = broker.stop() }
         // A file-size limit makes SQLite's writes fail (EFBIG → SQLITE_FULL) like a full disk:
-        // 32 KiB (bash counts 1,024-byte blocks), below what a new shard writes (19 pages of
-        // 2 KiB, ~39 KiB in its WAL) and above every other file the commands write.
+        // 32 KiB (bash counts 1,024-byte blocks), below what a new shard writes (its
+        // template, 19 pages of 2 KiB) and above every other file the commands write.
         let full = "ulimit -f 32; trap '' XFSZ"
         let rebuild = try DaybookProcess(["rebuild", "--brokers", broker.bootstrap, "--data", data], preamble: full)
         #expect(rebuild.wait(seconds: 60) == 74, "\(rebuild.stderr)")

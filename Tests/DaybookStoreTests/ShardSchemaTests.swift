@@ -68,6 +68,21 @@ import Testing
         #expect(try reopened.statement("SELECT value FROM meta WHERE key = 'partition'").firstRow { $0.text(0) } == "3")
     }
 
+    /// A new shard that cannot be written fails as SQLite fails for the same fault, so the
+    /// commands' storage advice applies (a full disk, a file-size limit: `SQLITE_FULL`).
+    @Test func aNewShardThatCannotBeWrittenFailsAsSQLiteWould() throws {
+        let cases: [(Int32, DatabaseError.ResultCode)] = [(ENOSPC, .full), (EFBIG, .full), (EDQUOT, .full), (EROFS, .readOnly),
+                                                            (EACCES, .permission), (EIO, .ioError)]
+        for (code, expected) in cases {
+            let error = Shard.storageFault(code, path: "/x.sqlite", "cannot write the new shard")
+            #expect(error.resultCode == expected && error.isStorageFault, "\(code): \(error)")
+            #expect(error.description.contains("cannot write the new shard: \(String(cString: strerror(code)))"))
+        }
+        // Into a directory that is not there: a DatabaseError naming the file, nothing made.
+        #expect(throws: DatabaseError.self) { try Shard.writeNew(scratch.path + "/missing/new.sqlite") }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path + "/missing"))
+    }
+
     static func pageSize(_ db: Database) throws -> Int64? {
         try db.statement("PRAGMA page_size").firstRow { $0.int64(0) }
     }
