@@ -19,6 +19,9 @@ final class EvictedUUIDs {
     private(set) var count = 0
     /// How many hashes it takes before false positives pass ~2 % (4 probes, 8.5 bits each).
     let capacity: Int
+    /// The most a ledger gives one (a cache of many gigabytes would otherwise write as many
+    /// zeros at its first eviction): 64 MiB, ~63M uuids.
+    static let largestBytes = 64 << 20
 
     /// A filter of at most `bytes` (a power of two of 8-byte words, at least one).
     init(bytes: Int) {

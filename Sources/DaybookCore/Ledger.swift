@@ -401,19 +401,20 @@ public final class Ledger {
     }
 
     /// Remembers that uuid `key` of `state` (whose uuids are all known) left the cache. The
-    /// filter is made at the first such eviction, an eighth of the budget; once it holds
+    /// filter is made at the first such eviction, an eighth of the budget (at most
+    /// `EvictedUUIDs.largestBytes`: its bits are all written when it is made); once it holds
     /// its capacity (or the budget shrank below it), every user's uuids are forgotten: their
     /// new uuids are looked up in the store again until they leave the cache, and the next
     /// eviction starts a new filter (bounded, not growing with history).
     private func rememberEvicted(_ key: UUIDKey, of state: UserState) {
         let filterKey = EvictedUUIDs.key(uuid: key.hash, user: state.nameHash)
         guard let filter = evicted else {
-            let made = EvictedUUIDs(bytes: cacheBudgetBytes / 8)
+            let made = EvictedUUIDs(bytes: min(cacheBudgetBytes / 8, EvictedUUIDs.largestBytes))
             made.insert(filterKey)
             evicted = made
             return
         }
-        if filter.isFull || filter.bytes > cacheBudgetBytes / 8 {
+        if filter.isFull || filter.bytes > min(cacheBudgetBytes / 8, EvictedUUIDs.largestBytes) {
             evicted = nil
             for user in users.values { user.uuidsKnown = false }
             return
