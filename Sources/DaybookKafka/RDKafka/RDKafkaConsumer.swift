@@ -256,7 +256,7 @@ final class RDKafkaConsumer {
     /// of each leader (see `KafkaConsumer.wakeFetchers`). Returns how many brokers were asked.
     /// Runs on `waker`, like every wake: `leaders` is only touched there.
     func wakeFetchers(of partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Int {
-        waker.sync { askLeaders(of: partitions, timeoutMilliseconds: timeoutMilliseconds) }
+        waker.sync { wakeNow(partitions, timeoutMilliseconds: timeoutMilliseconds) }
     }
 
     /// `wakeFetchers` on `waker`, without waiting for it; nothing when a wake is still under
@@ -274,7 +274,7 @@ final class RDKafkaConsumer {
         }) else { return false }
         let me = Unchecked(self)
         waker.async {
-            _ = me.value.askLeaders(of: partitions, timeoutMilliseconds: timeoutMilliseconds)
+            _ = me.value.wakeNow(partitions, timeoutMilliseconds: timeoutMilliseconds)
             me.value.wakePending.withLock { $0 = false }
         }
         return true
@@ -291,7 +291,8 @@ final class RDKafkaConsumer {
         init(_ value: RDKafkaConsumer) { self.value = value }
     }
 
-    private func askLeaders(of partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Int {
+    /// The wake itself, on `waker`.
+    private func wakeNow(_ partitions: [TopicPartition], timeoutMilliseconds: Int32) -> Int {
         if partitions.contains(where: { leaders[$0] == nil }), leadersAsked.map({ ContinuousClock.now - $0 >= .seconds(10) }) ?? true {
             leadersAsked = .now
             if let known = try? client.partitionLeaders(timeoutMilliseconds: timeoutMilliseconds) { leaders = known }
