@@ -87,18 +87,33 @@ extension Projector {
         recordRoles(running: false)
     }
 
-    /// Lets go of every worker, their shards closed over the cores. Closing a shard's last
-    /// connection copies its write-ahead log into the file and syncs it: ~2 ms a shard,
-    /// 65 ms for 32 one after another at the end of every run. Each worker's last reference
-    /// is its slot here, so it closes on the thread that empties the slot.
+    /// Lets go of every worker, their shards closed on `closingThreads` threads. Closing a
+    /// shard's last connection copies its write-ahead log into the file and syncs it: ~2 ms
+    /// a shard, 65 ms for 32 one after another at the end of every run; on one thread a
+    /// core (2) the start and finish of a catch-up of the reference log took 76–98 ms, on
+    /// 8 threads 62–74 ms, the syncs' waits overlapping (BENCHMARKS.md, "Issue 26,
+    /// thirteenth steps"). Each worker's last reference is its slot here, so it closes on
+    /// the thread that empties the slot.
     static func closeInParallel(_ workers: inout [Int32: PartitionWorker]) {
         var slots: [PartitionWorker?] = Array(workers.values)
         workers.removeAll()
+        let threads = min(slots.count, closingThreads)
         slots.withUnsafeMutableBufferPointer { buffer in
             nonisolated(unsafe) let slots = buffer
-            DispatchQueue.concurrentPerform(iterations: slots.count) { i in slots[i] = nil }
+            let done = DispatchSemaphore(value: 0)
+            for t in 0..<threads {
+                Thread.detachNewThread {
+                    for i in stride(from: t, to: slots.count, by: threads) { slots[i] = nil }
+                    done.signal()
+                }
+            }
+            for _ in 0..<threads { done.wait() }
         }
     }
+
+    /// Threads that close shards at the end of a run: more than the cores, since a close
+    /// mostly waits for its syncs.
+    static let closingThreads = 8
 
     func openWorker(_ partition: Int32) throws -> PartitionWorker {
         if let existing = workers[partition], !existing.broken { return existing }
