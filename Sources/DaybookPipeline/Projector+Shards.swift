@@ -1,6 +1,7 @@
 import DaybookCore
 import DaybookKafka
 import DaybookStore
+import DaybookSupport
 import Foundation
 
 /// The projector's I/O on shards and the log: starting, opening and checking shards,
@@ -57,12 +58,18 @@ extension Projector {
         var offsets: [TopicPartition: Int64] = [:]
         let partitions = try PartitionChoice.resolve(options.partitions, topic: options.topic, count: count)
         let asked = watermarks(of: partitions)
-        // Opening a shard is mostly SQLite's file work (creating one, ~1.7 ms): all of them
-        // at once, over the cores. A run starts with no worker (`finish` lets go of them all).
-        // The first failure in partition order is thrown; the others' shards close with
-        // their workers.
-        let made = partitions.parallelMap { p in Result { try self.makeWorker(p) } }
+        // Opening a shard is mostly file work (a new one is written and synced): all of them
+        // at once, on `shardThreads` threads. A run starts with no worker (`finish` lets go
+        // of them all). The first failure in partition order is thrown; the others' shards
+        // close with their workers.
+        var made = [Result<PartitionWorker, any Error>?](repeating: nil, count: partitions.count)
+        made.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let out = buffer
+            nonisolated(unsafe) let me = self
+            WaitingWork.run(partitions.count, threads: Self.shardThreads) { i in out[i] = Result { try me.makeWorker(partitions[i]) } }
+        }
         for (partition, result) in zip(partitions, made) {
+            guard let result else { continue } // every slot is filled: `WaitingWork.run` calls each index
             let worker = opened(try result.get())
             let marks = try checkLog(worker.shard, asked: asked)
             workers[partition] = worker
@@ -87,7 +94,7 @@ extension Projector {
         recordRoles(running: false)
     }
 
-    /// Lets go of every worker, their shards closed on `closingThreads` threads. Closing a
+    /// Lets go of every worker, their shards closed on `shardThreads` threads. Closing a
     /// shard's last connection copies its write-ahead log into the file and syncs it: ~2 ms
     /// a shard, 65 ms for 32 one after another at the end of every run; on one thread a
     /// core (2) the start and finish of a catch-up of the reference log took 76–98 ms, on
@@ -97,23 +104,16 @@ extension Projector {
     static func closeInParallel(_ workers: inout [Int32: PartitionWorker]) {
         var slots: [PartitionWorker?] = Array(workers.values)
         workers.removeAll()
-        let threads = min(slots.count, closingThreads)
         slots.withUnsafeMutableBufferPointer { buffer in
             nonisolated(unsafe) let slots = buffer
-            let done = DispatchSemaphore(value: 0)
-            for t in 0..<threads {
-                Thread.detachNewThread {
-                    for i in stride(from: t, to: slots.count, by: threads) { slots[i] = nil }
-                    done.signal()
-                }
-            }
-            for _ in 0..<threads { done.wait() }
+            WaitingWork.run(slots.count, threads: shardThreads) { i in slots[i] = nil }
         }
     }
 
-    /// Threads that close shards at the end of a run: more than the cores, since a close
-    /// mostly waits for its syncs.
-    static let closingThreads = 8
+    /// Threads that open or close the shards of a run at once: more than the cores, since
+    /// opening a new shard and closing one mostly wait for their syncs (an empty
+    /// 32-partition catch-up 0.06–0.07 → 0.05 s opening on 8 threads, not one a core).
+    static let shardThreads = 8
 
     func openWorker(_ partition: Int32) throws -> PartitionWorker {
         if let existing = workers[partition], !existing.broken { return existing }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 extension Collection {
     /// The results of `transform` on each element, in the collection's order, computed on
@@ -70,5 +71,28 @@ extension Collection {
         }
         if let thrown { throw thrown }
         return results
+    }
+}
+
+/// Work that mostly waits (files created and synced, databases closed), spread over more
+/// threads than there are cores, so that one thread's wait overlaps another's.
+public enum WaitingWork {
+    /// Calls `body(i)` once for every `i` in `0..<count`, on `min(count, threads)` threads of
+    /// their own (each takes every `threads`-th index), and returns when all calls have.
+    ///
+    /// `body` runs concurrently for distinct indices: each call must touch only what its
+    /// index owns (a slot of a buffer, one partition's shard) and state safe to share.
+    public static func run(_ count: Int, threads: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        guard count > 0 else { return }
+        let n = Swift.max(1, Swift.min(count, threads))
+        let done = DispatchSemaphore(value: 0)
+        for t in 0..<n {
+            // A `Thread` of its own: `concurrentPerform` keeps to one thread a core.
+            Thread.detachNewThread {
+                for i in stride(from: t, to: count, by: n) { body(i) }
+                done.signal()
+            }
+        }
+        for _ in 0..<n { done.wait() }
     }
 }

@@ -98,3 +98,34 @@ import Testing
         #expect(out.compactMap { if case .failure(let e) = $0 { e.position } else { nil } } == [1, 5, 9])
     }
 }
+
+/// `WaitingWork.run`: every index once, on as many threads as asked (not one a core), and
+/// nothing left running when it returns.
+@Suite struct WaitingWorkTests {
+    final class Calls: @unchecked Sendable {
+        let lock = NSLock()
+        var indices: [Int] = []
+        var threads = Set<UInt64>()
+        var running = 0, mostAtOnce = 0
+    }
+
+    @Test(arguments: [(0, 8), (1, 8), (5, 8), (32, 8), (33, 4), (10, 1)])
+    func everyIndexIsCalledOnceOnAtMostTheThreadsAsked(count: Int, threads: Int) {
+        let calls = Calls()
+        WaitingWork.run(count, threads: threads) { i in
+            calls.lock.withLock {
+                calls.indices.append(i)
+                calls.threads.insert(UInt64(pthread_self()))
+                calls.running += 1
+                calls.mostAtOnce = max(calls.mostAtOnce, calls.running)
+            }
+            usleep(2_000) // a call that waits, as a sync does: the others go on meanwhile
+            calls.lock.withLock { calls.running -= 1 }
+        }
+        #expect(calls.indices.sorted() == Array(0..<count))
+        #expect(calls.running == 0, "a call still running after run returned")
+        #expect(calls.threads.count <= max(1, min(count, threads)))
+        // More threads than this machine's cores wait at once when there are as many calls.
+        if count >= threads, threads > 2 { #expect(calls.mostAtOnce > 2, "\(calls.mostAtOnce) at once") }
+    }
+}
