@@ -408,13 +408,14 @@ public final class Ledger {
     /// eviction starts a new filter (bounded, not growing with history).
     private func rememberEvicted(_ key: UUIDKey, of state: UserState) {
         let filterKey = EvictedUUIDs.key(uuid: key.hash, user: state.nameHash)
+        let bytes = min(cacheBudgetBytes / 8, EvictedUUIDs.largestBytes)
         guard let filter = evicted else {
-            let made = EvictedUUIDs(bytes: min(cacheBudgetBytes / 8, EvictedUUIDs.largestBytes))
+            let made = EvictedUUIDs(bytes: bytes)
             made.insert(filterKey)
             evicted = made
             return
         }
-        if filter.isFull || filter.bytes > min(cacheBudgetBytes / 8, EvictedUUIDs.largestBytes) {
+        if filter.isFull || filter.bytes > bytes {
             evicted = nil
             for user in users.values { user.uuidsKnown = false }
             return

@@ -62,14 +62,8 @@ extension Projector {
         // at once, on `shardThreads` threads. A run starts with no worker (`finish` lets go
         // of them all). The first failure in partition order is thrown; the others' shards
         // close with their workers.
-        var made = [Result<PartitionWorker, any Error>?](repeating: nil, count: partitions.count)
-        made.withUnsafeMutableBufferPointer { buffer in
-            nonisolated(unsafe) let out = buffer
-            nonisolated(unsafe) let me = self
-            WaitingWork.run(partitions.count, threads: Self.shardThreads) { i in out[i] = Result { try me.makeWorker(partitions[i]) } }
-        }
+        let made = WaitingWork.map(partitions.count, threads: Self.shardThreads) { i in Result { try self.makeWorker(partitions[i]) } }
         for (partition, result) in zip(partitions, made) {
-            guard let result else { continue } // every slot is filled: `WaitingWork.run` calls each index
             let worker = opened(try result.get())
             let marks = try checkLog(worker.shard, asked: asked)
             workers[partition] = worker

@@ -77,22 +77,37 @@ extension Collection {
 /// Work that mostly waits (files created and synced, databases closed), spread over more
 /// threads than there are cores, so that one thread's wait overlaps another's.
 public enum WaitingWork {
-    /// Calls `body(i)` once for every `i` in `0..<count`, on `min(count, threads)` threads of
-    /// their own (each takes every `threads`-th index), and returns when all calls have.
+    /// `transform(i)` for every `i` in `0..<count`, in order, each computed once on one of
+    /// `min(count, threads)` threads of their own (each takes every `threads`-th index);
+    /// returns when all are.
     ///
-    /// `body` runs concurrently for distinct indices: each call must touch only what its
-    /// index owns (a slot of a buffer, one partition's shard) and state safe to share.
-    public static func run(_ count: Int, threads: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        guard count > 0 else { return }
+    /// `transform` runs concurrently for distinct indices, and the compiler does not check
+    /// that this is safe (as `parallelMap`): each call must touch only what its index owns
+    /// (a slot of a buffer, one partition's shard) and state safe to share.
+    public static func map<T>(_ count: Int, threads: Int, _ transform: @escaping (Int) -> T) -> [T] {
+        guard count > 0 else { return [] }
         let n = Swift.max(1, Swift.min(count, threads))
-        let done = DispatchSemaphore(value: 0)
-        for t in 0..<n {
-            // A `Thread` of its own: `concurrentPerform` keeps to one thread a core.
-            Thread.detachNewThread {
-                for i in stride(from: t, to: count, by: n) { body(i) }
-                done.signal()
+        return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            // Each thread initializes only its own positions of `base`.
+            nonisolated(unsafe) let out = base
+            nonisolated(unsafe) let body = transform
+            let done = DispatchSemaphore(value: 0)
+            for t in 0..<n {
+                // A `Thread` of its own: `concurrentPerform` keeps to one thread a core. (Its
+                // block outlives the call, so `transform` must be escaping.)
+                Thread.detachNewThread {
+                    for i in stride(from: t, to: count, by: n) { (out + i).initialize(to: body(i)) }
+                    done.signal()
+                }
             }
+            for _ in 0..<n { done.wait() }
+            initialized = count
         }
-        for _ in 0..<n { done.wait() }
+    }
+
+    /// `body(i)` for every `i` in `0..<count`, as `map` calls it.
+    public static func run(_ count: Int, threads: Int, _ body: @escaping (Int) -> Void) {
+        _ = map(count, threads: threads, body)
     }
 }

@@ -109,6 +109,12 @@ import Testing
         var running = 0, mostAtOnce = 0
     }
 
+    @Test(arguments: [(0, 8), (1, 8), (33, 4), (100, 8)])
+    func mapGivesEachIndexsResultInOrder(count: Int, threads: Int) {
+        // Each result a String (a value with storage of its own), in index order.
+        #expect(WaitingWork.map(count, threads: threads) { "r\($0)" } == (0..<count).map { "r\($0)" })
+    }
+
     @Test(arguments: [(0, 8), (1, 8), (5, 8), (32, 8), (33, 4), (10, 1)])
     func everyIndexIsCalledOnceOnAtMostTheThreadsAsked(count: Int, threads: Int) {
         let calls = Calls()
