@@ -67,3 +67,57 @@ final class EvictedUUIDs {
         return true
     }
 }
+
+/// `EvictedUUIDs` that grow: a filter of `first` bytes, and once it holds its capacity a
+/// further one of twice the size of the last, as long as all of them together stay within
+/// `limit` (a scalable Bloom filter: a Bloom filter cannot be widened, its keys are gone). A
+/// hash is in the set if any filter may contain it; false positives add up over the filters
+/// (~2 % each at capacity, ~4 % for the usual two).
+///
+/// One filter of an eighth of the budget filled half way through the 4M-event log over 128
+/// partitions (33,000 uuids a partition; 192 KiB of cache each, a 16 KiB filter for ~15,500);
+/// from there every new uuid was looked up in the store, 11 % of the run's CPU. A second
+/// filter of 32 KiB holds the rest (BENCHMARKS.md, "Issue 26, fourteenth steps").
+final class GrowingEvictedUUIDs {
+    private var filters: [EvictedUUIDs]
+    /// The most all the filters together may take.
+    let limit: Int
+
+    init(first bytes: Int, limit: Int) {
+        filters = [EvictedUUIDs(bytes: bytes)]
+        self.limit = limit
+    }
+
+    /// Bytes of all the filters.
+    private(set) lazy var bytes: Int = filters.reduce(0) { $0 + $1.bytes }
+
+    /// The first filter's size.
+    var firstBytes: Int { filters[0].bytes }
+
+    /// How many filters it has.
+    var layers: Int { filters.count }
+
+    /// Adds `key`; false if it could not: the last filter is full and a further one would
+    /// pass `limit` (the caller forgets the set).
+    func insert(_ key: UInt64) -> Bool {
+        let last = filters[filters.count - 1]
+        if !last.isFull {
+            last.insert(key)
+            return true
+        }
+        if mayContain(key) { return true } // a repeat: no room needed
+        let next = last.bytes * 2
+        guard bytes + next <= limit else { return false }
+        let filter = EvictedUUIDs(bytes: next)
+        filter.insert(key)
+        filters.append(filter)
+        bytes += filter.bytes
+        return true
+    }
+
+    func mayContain(_ key: UInt64) -> Bool {
+        // The newest first: it holds the most recent evictions, the likeliest to come back.
+        for filter in filters.reversed() where filter.mayContain(key) { return true }
+        return false
+    }
+}

@@ -45,8 +45,9 @@ public final class Ledger {
     /// Estimated bytes of the cached users (see `UserState.estimatedBytes`).
     public private(set) var cachedBytes = 0
     /// The uuids evicted from users who knew all of theirs (made at the first such
-    /// eviction, an eighth of the budget, counted in it beside `cachedBytes`).
-    private var evicted: EvictedUUIDs?
+    /// eviction, an eighth of the budget, growing to at most half of it; counted in it
+    /// beside `cachedBytes`).
+    private var evicted: GrowingEvictedUUIDs?
     private var evictedBytes: Int { evicted?.bytes ?? 0 }
 
     /// An in-memory ledger (rollups of a file, tests, benchmarks).
@@ -402,25 +403,24 @@ public final class Ledger {
 
     /// Remembers that uuid `key` of `state` (whose uuids are all known) left the cache. The
     /// filter is made at the first such eviction, an eighth of the budget (at most
-    /// `EvictedUUIDs.largestBytes`: its bits are all written when it is made); once it holds
-    /// its capacity (or the budget shrank below it), every user's uuids are forgotten: their
+    /// `EvictedUUIDs.largestBytes`: its bits are all written when it is made), and grows by
+    /// filters of twice the size up to half the budget (`GrowingEvictedUUIDs`). Once it
+    /// cannot grow (or the budget shrank below it), every user's uuids are forgotten: their
     /// new uuids are looked up in the store again until they leave the cache, and the next
     /// eviction starts a new filter (bounded, not growing with history).
     private func rememberEvicted(_ key: UUIDKey, of state: UserState) {
         let filterKey = EvictedUUIDs.key(uuid: key.hash, user: state.nameHash)
         let bytes = min(cacheBudgetBytes / 8, EvictedUUIDs.largestBytes)
         guard let filter = evicted else {
-            let made = EvictedUUIDs(bytes: bytes)
-            made.insert(filterKey)
+            let made = GrowingEvictedUUIDs(first: bytes, limit: min(cacheBudgetBytes / 2, EvictedUUIDs.largestBytes))
+            _ = made.insert(filterKey)
             evicted = made
             return
         }
-        if filter.isFull || filter.bytes > bytes {
+        if filter.firstBytes > bytes || !filter.insert(filterKey) {
             evicted = nil
             for user in users.values { user.uuidsKnown = false }
-            return
         }
-        filter.insert(filterKey)
     }
 
     /// Forgets everything cached (after a failed write, the cache may be ahead of the store).
