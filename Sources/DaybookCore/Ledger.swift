@@ -178,8 +178,12 @@ public final class Ledger {
                     // still gets it in (the ledger must know every version in force it replaces).
                     try ensureLoaded(Ledger.loadRange(start: sample.start.nanoseconds, end: sample.end.nanoseconds, metric: sample.metric),
                                      metric: sample.metric, state: state, user: userID, store: store)
-                    if state.uuids[UUIDKey(sample.compactUUID)] == nil { // a rare path: the key twice
+                    // The load brought its record without naming its uuid (records read back are
+                    // not in `uuids`): named here, the record added only if the store did not
+                    // return it with its days.
+                    if state.uuids[UUIDKey(sample.compactUUID)] == nil {
                         var metricState = state.metrics[sample.metric] ?? MetricState()
+                        state.metrics[sample.metric] = nil // keep the state uniquely referenced while it changes
                         cacheIfUnknown(makeRecord(sample, seq: seq), metric: sample.metric, in: &metricState, of: state)
                         state.metrics[sample.metric] = metricState
                     }
@@ -292,12 +296,20 @@ public final class Ledger {
             var metricState = state.metrics[metric] ?? MetricState()
             state.metrics[metric] = nil // keep the state uniquely referenced while it changes
             for d in day...last { metricState.dayUse[d] = clock }
+            // Records read back go into the day index only, not into `uuids`: the store holds
+            // them, so an event naming one of their uuids looks it up (`storeMayHold`: the
+            // filter of evicted uuids has it, or the user's uuids are not all known) and names
+            // it then. Naming every one cost a uuid hash, a probe and an insert at each load and
+            // a removal at each eviction, and 96 bytes of the budget a record.
+            // The cache is never ahead of the store at a load (everything applied is
+            // written before the next batch loads), so what the store holds of these days is
+            // the version in force of each uuid.
             if let records {
                 for r in records where metricState.records[r.seq] == nil {
                     let record = Record(start: r.start, end: r.end, value: r.value, seq: r.seq, version: r.version,
                                         source: try ledgerID(source: r.source, from: store), zone: try ledgerID(zone: r.zone, from: store),
                                         uuid: r.uuid)
-                    cacheIfUnknown(record, metric: metric, in: &metricState, of: state)
+                    metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
                 }
             }
             // By index: a `for` over (sample, seq) pairs copied each through the runtime's
@@ -305,7 +317,7 @@ public final class Ledger {
             stored.withUnsafeBufferPointer { stored in
                 for i in stored.indices where metricState.records[stored[i].seq] == nil {
                     let sample = stored[i].sample
-                    cacheIfUnknown(makeRecord(sample, seq: stored[i].seq), metric: sample.metric, in: &metricState, of: state)
+                    metricState.insert(makeRecord(sample, seq: stored[i].seq), cumulative: metric.isCumulative, zones: zones)
                 }
             }
             state.metrics[metric] = metricState
@@ -330,12 +342,13 @@ public final class Ledger {
     }
 
     /// Puts a stored sample into the cache as the version in force of its uuid, unless the
-    /// cache knows the uuid already (its state there is newer than the store's).
+    /// cache knows the uuid already (its state there is newer than the store's); its record
+    /// is added unless a load read it back already.
     private func cacheIfUnknown(_ record: Record, metric: Metric, in metricState: inout MetricState, of state: UserState) {
         let key = UUIDKey(record.uuid)
         guard state.uuids[key] == nil else { return }
         state.uuids[key] = .live(metric: metric, seq: record.seq)
-        metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
+        if metricState.records[record.seq] == nil { metricState.insert(record, cumulative: metric.isCumulative, zones: zones) }
     }
 
     /// Drops what was needed least recently until the cache fits its budget (down to 3/4
@@ -377,10 +390,10 @@ public final class Ledger {
             m.evict(w.day, cumulative: w.metric.isCumulative, zones: zones, dropped: &dropped)
             for uuid in dropped {
                 let key = UUIDKey(uuid)
-                state.uuids[key] = nil
                 // The store holds it now: remembered by its hash, so that a uuid the user
-                // never had still needs no lookup.
-                if state.uuidsKnown { rememberEvicted(key, of: state) }
+                // never had still needs no lookup. A record read back was not named in
+                // `uuids`, and was remembered when it first left.
+                if state.uuids.removeValue(forKey: key) != nil, state.uuidsKnown { rememberEvicted(key, of: state) }
             }
             state.metrics[w.metric] = m
             state.complete = false // the store now holds what the cache does not
@@ -928,7 +941,9 @@ public struct Explanation: Sendable {
 
 private final class UserState {
     /// What the cache knows of each uuid: its version in force, or that it was deleted, or
-    /// that the store has nothing. A uuid missing here is unknown (in a cached ledger).
+    /// that the store has nothing. A uuid missing here is unknown (in a cached ledger), as
+    /// are those of the records a load read back from the store: `load` looks up a uuid it
+    /// does not find here when the store may hold it, and names it then.
     var uuids: [UUIDKey: UUIDState] = [:]
     var metrics = MetricTable()
     /// The ledger's clock at the last batch that needed this user.
