@@ -308,7 +308,7 @@ public final class Ledger {
                 for r in records where metricState.records[r.seq] == nil {
                     let record = Record(start: r.start, end: r.end, value: r.value, seq: r.seq, version: r.version,
                                         source: try ledgerID(source: r.source, from: store), zone: try ledgerID(zone: r.zone, from: store),
-                                        uuid: r.uuid)
+                                        uuid: r.uuid, named: false)
                     metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
                 }
             }
@@ -316,8 +316,9 @@ public final class Ledger {
             // generic tuple witness; here a sample already cached is not copied at all.
             stored.withUnsafeBufferPointer { stored in
                 for i in stored.indices where metricState.records[stored[i].seq] == nil {
-                    let sample = stored[i].sample
-                    metricState.insert(makeRecord(sample, seq: stored[i].seq), cumulative: metric.isCumulative, zones: zones)
+                    var record = makeRecord(stored[i].sample, seq: stored[i].seq)
+                    record.named = false
+                    metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
                 }
             }
             state.metrics[metric] = metricState
@@ -348,7 +349,11 @@ public final class Ledger {
         let key = UUIDKey(record.uuid)
         guard state.uuids[key] == nil else { return }
         state.uuids[key] = .live(metric: metric, seq: record.seq)
-        if metricState.records[record.seq] == nil { metricState.insert(record, cumulative: metric.isCumulative, zones: zones) }
+        if metricState.records[record.seq] == nil {
+            metricState.insert(record, cumulative: metric.isCumulative, zones: zones)
+        } else {
+            metricState.records[record.seq]?.named = true // read back by the load: named now
+        }
     }
 
     /// Drops what was needed least recently until the cache fits its budget (down to 3/4
@@ -391,9 +396,10 @@ public final class Ledger {
             for uuid in dropped {
                 let key = UUIDKey(uuid)
                 // The store holds it now: remembered by its hash, so that a uuid the user
-                // never had still needs no lookup. A record read back was not named in
-                // `uuids`, and was remembered when it first left.
-                if state.uuids.removeValue(forKey: key) != nil, state.uuidsKnown { rememberEvicted(key, of: state) }
+                // never had still needs no lookup. (A record read back is not named in
+                // `uuids`, and `evict` leaves it out: it was remembered when it first left.)
+                state.uuids[key] = nil
+                if state.uuidsKnown { rememberEvicted(key, of: state) }
             }
             state.metrics[w.metric] = m
             state.complete = false // the store now holds what the cache does not
@@ -1066,7 +1072,8 @@ private struct MetricState {
 
     /// Forgets that `day` is loaded, and every record none of whose days is loaded any more
     /// (a record reaching into a loaded day stays: that day needs it). Appends the uuids of
-    /// the records dropped to `dropped`: the cache no longer knows them.
+    /// the records dropped that `uuids` names (`Record.named`) to `dropped`: the cache no
+    /// longer knows them.
     ///
     /// Each bucket under `day` is rewritten in place as it is walked: a record leaving is
     /// found and removed with one probe of `records`, its seq is not kept and its zone count
@@ -1091,7 +1098,9 @@ private struct MetricState {
                 }
                 let (start, end) = records.withValue(at: place) { ($0.start, $0.end) }
                 let days = MetricState.loadDays(start: start, end: end, cumulative: cumulative)
-                if (!cumulative && days.lowerBound != day) || days.contains(where: isLoaded) {
+                // (`day` itself is no longer loaded: a record of that day alone, the usual
+                // case, needs no probe.)
+                if (!cumulative && days.lowerBound != day) || (days != day...day && days.contains(where: isLoaded)) {
                     bucket.seqs[kept] = seq
                     kept += 1
                     continue
@@ -1101,7 +1110,7 @@ private struct MetricState {
                 if days.count > 1 { // only cumulative samples lie in more than one bucket
                     for d in days where d != bucketDay { elsewhere[d, default: []].append((seq, r.zone)) }
                 }
-                dropped.append(r.uuid)
+                if r.named { dropped.append(r.uuid) }
             }
             bucket.seqs.removeLast(bucket.seqs.count - kept)
             if kept > 0 { buckets[bucketDay] = bucket }

@@ -14,6 +14,10 @@ struct Record {
     var zone: Int32
     /// The uuid, 16 bytes when canonical: a record holds no String to retain or hash.
     var uuid: SampleUUID
+    /// Whether a cached ledger names the uuid in its user's uuid map; false for a record a
+    /// load read back from the store (eviction then has no entry to remove). In the padding
+    /// after `uuid`: the record stays 72 bytes.
+    var named = true
 
     var isInstant: Bool { start == end }
 
