@@ -81,6 +81,7 @@ extension Projector {
 
     /// As the run ends, however it ends: what is forwardable is flushed, everything closed.
     func finish() {
+        waitForCommits()
         if projection.forwardsDeadLetters { flushDeadLetters(timeoutMilliseconds: 5_000) }
         consumer.close()
         Self.closeInParallel(&workers)
