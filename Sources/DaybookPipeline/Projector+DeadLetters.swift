@@ -94,7 +94,10 @@ extension Projector {
     }
 
     func flushDeadLetters(timeoutMilliseconds: Int) {
-        forwardDeadLetters()
+        // Page after page, as the rounds forward them, until the outbox is read to its end
+        // (or the time is up): the last round's commit may have recorded several pages.
+        let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds)
+        repeat { forwardDeadLetters() } while workers.values.contains(where: \.deadLettersPending) && ContinuousClock.now < deadline
         try? deadLetterProducer.flush(timeoutMilliseconds: timeoutMilliseconds)
         markDelivered()
     }
