@@ -36,20 +36,12 @@ final class PartitionWorker {
 
     /// The next offset to apply; while re-reading, the next one to re-read (below the
     /// shard's): what progress and lag count from.
-    var position: Int64 { min(rereadFrom ?? nextOffset, nextOffset) }
+    var position: Int64 { min(rereadFrom ?? shard.nextOffset, shard.nextOffset) }
 
     var isCaughtUp: Bool {
-        if let stopOffset, nextOffset >= stopOffset { return true }
-        return endOffset.map { nextOffset >= $0 } ?? false
+        if let stopOffset, shard.nextOffset >= stopOffset { return true }
+        return endOffset.map { shard.nextOffset >= $0 } ?? false
     }
-
-    /// While a batch taken from this worker is being committed (`take`, `finish`): the next
-    /// offset that commit gives the shard.
-    private(set) var committingTo: Int64?
-
-    /// The shard's next offset, or the one the batch being committed gives it: what the loop
-    /// reads while the commit runs on another thread (the shard is the commit's meanwhile).
-    var nextOffset: Int64 { committingTo ?? shard.nextOffset }
 
     // MARK: Staged messages
 
@@ -76,7 +68,7 @@ final class PartitionWorker {
 
     /// The offset the next message must have for the log to be continuous: after what is
     /// staged, else the shard's.
-    var expectedNext: Int64 { max(stagedEnd ?? nextOffset, nextOffset) }
+    var expectedNext: Int64 { max(stagedEnd ?? shard.nextOffset, shard.nextOffset) }
 
     /// Why an event of `user` does not belong in `partition`, or nil when it does: a user's
     /// events all go to the partition the producers' partitioner gives the user's key.
@@ -93,7 +85,7 @@ final class PartitionWorker {
     /// messages were skipped and how many are re-read (below the shard's offset).
     func stage(_ messages: ArraySlice<ConsumedMessage>) -> (skipped: Int, reread: Int) {
         var skipped = 0, reread = 0
-        let next = nextOffset
+        let next = shard.nextOffset
         let from = stagedEnd ?? min(rereadFrom ?? next, next)
         let messages = stopOffset.map { stop in messages.prefix { $0.offset < stop } } ?? messages
         let decoder = EventDecoder()
@@ -163,47 +155,15 @@ final class PartitionWorker {
     /// to do when nothing is staged. Staged or not, the batch is gone afterwards: if the
     /// commit failed, the worker is broken and its messages are read again from the shard.
     func commitStaged() throws -> BatchOutcome {
-        guard let taken = take() else { return BatchOutcome() }
-        return try finish(taken, Result { try commit(taken) })
-    }
-
-    /// A staged batch taken out to be committed.
-    struct TakenBatch {
-        fileprivate let events: StagedBatch
-        fileprivate let deadLetters: [Shard.DeadLetter]
-        fileprivate let timestamp: Int64?
-        fileprivate let end: Int64
-        fileprivate let next: Int64
-    }
-
-    /// Takes what is staged out to be committed (`commit`, then `finish`); nil when nothing is.
-    /// Until `finish`, the worker stages what follows the batch (`nextOffset`) and its shard
-    /// and ledger are the commit's: the loop may stage into it while another thread commits.
-    func take() -> TakenBatch? {
-        guard let end = stagedEnd else { return nil }
-        let next = shard.nextOffset
-        let taken = TakenBatch(events: staged, deadLetters: stagedDeadLetters, timestamp: stagedTimestamp, end: end, next: next)
+        guard let end = stagedEnd else { return BatchOutcome() }
+        let events = staged, deadLetters = stagedDeadLetters, timestamp = stagedTimestamp
         dropStaged()
-        committingTo = max(next, end)
+        let next = shard.nextOffset
+        var outcome = try projection.apply(events, deadLetters: deadLetters, rereadBelow: next, nextPosition: max(next, end))
         if let rereading = rereadFrom { rereadFrom = max(rereading, end) } // re-read once, even if redelivered
-        return taken
-    }
-
-    /// Commits a batch `take` took: touches only the shard and the ledger, so it may run on
-    /// another thread than the loop's.
-    func commit(_ taken: TakenBatch) throws -> BatchOutcome {
-        try projection.apply(taken.events, deadLetters: taken.deadLetters, rereadBelow: taken.next, nextPosition: max(taken.next, taken.end))
-    }
-
-    /// Ends the commit of `taken` (on the loop's thread) with its `result`: what it did, or
-    /// its error, after which the worker is broken and its messages are read again from the
-    /// shard.
-    func finish(_ taken: TakenBatch, _ result: Result<BatchOutcome, any Error>) throws -> BatchOutcome {
-        committingTo = nil
-        var outcome = try result.get()
-        outcome.deadLetters = taken.deadLetters.count
-        outcome.newestTimestamp = taken.timestamp
-        if !taken.deadLetters.isEmpty { deadLettersPending = true }
+        outcome.deadLetters = deadLetters.count
+        outcome.newestTimestamp = timestamp
+        if !deadLetters.isEmpty { deadLettersPending = true }
         return outcome
     }
 

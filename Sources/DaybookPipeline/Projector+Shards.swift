@@ -81,7 +81,6 @@ extension Projector {
 
     /// As the run ends, however it ends: what is forwardable is flushed, everything closed.
     func finish() {
-        waitForCommits()
         if projection.forwardsDeadLetters { flushDeadLetters(timeoutMilliseconds: 5_000) }
         consumer.close()
         Self.closeInParallel(&workers)

@@ -31,13 +31,6 @@ public final class Projector: RebalanceHandler {
     /// Delivery reports of the DLQ producer, waiting to be handed to the machine.
     let reports = DeadLetterReports()
     var workers: [Int32: PartitionWorker] = [:]
-    /// Commits running beside the loop (`commitInBackground`), until `finishCommits`.
-    var committing: CommitRound?
-    /// Partitions to claim once the commits running beside the loop end (a claim names the
-    /// offset a commit gives).
-    var claimsAfterCommits: [Int32] = []
-    /// Where commits run beside the loop: one round at a time.
-    let commitQueue = DispatchQueue(label: "daybook.projector.commits")
     var machine: ProjectorStateMachine
     /// When to wake librdkafka's fetchers after a poll.
     var fetchWake = FetchWake()
@@ -137,7 +130,6 @@ public final class Projector: RebalanceHandler {
         }
         summary.caughtUp = ending == .caughtUp
         // Stopped (caught up, a signal, the caller): what is staged is committed, not read again.
-        try finishCommits(into: &summary)
         _ = try perform(machine.stopping(partitions: facts()), into: &summary)
         summary.seconds = (ContinuousClock.now - started).inSeconds
         summary.statistics = statistics
@@ -171,13 +163,9 @@ public final class Projector: RebalanceHandler {
         stageInParallel(messages)
         messages.removeAll() // librdkafka's buffers go back now; the staged events are copies
         if let e = try perform(machine.staged(partitions: facts()), into: &summary) { return e }
-        // The last round's commits, which ran beside this round's poll and staging, end here:
-        // what is due is decided on the shards they leave.
-        try finishCommits(into: &summary)
-        // Dead letters go out while no commit runs (forwarding reads and marks the shards).
-        if projection.forwardsDeadLetters { forwardDeadLetters() }
         let due = machine.due(idle: idle, now: .now, partitions: facts())
-        if let e = try perform(due, into: &summary, commitsInBackground: overlapsCommits) { return e }
+        if let e = try perform(due, into: &summary) { return e }
+        if projection.forwardsDeadLetters { forwardDeadLetters() }
         applyStandbys()
         if let rate = machine.tick(now: .now).eventsPerSecond { progress(snapshot(rate: rate)) }
         return try perform(machine.roundEnded(committed: !due.isEmpty, now: .now, partitions: facts()), into: &summary)
@@ -186,18 +174,13 @@ public final class Projector: RebalanceHandler {
     /// Performs the machine's actions in order; returns how the run ends, if one says so.
     /// `messages` are this poll's, by partition, for the actions that drop some of them.
     func perform(_ actions: [ProjectorStateMachine.Action], into summary: inout ProjectorSummary,
-                 messages: inout [Int32: [ConsumedMessage]], commitsInBackground: Bool = false) throws(ProjectorError) -> ProjectorStateMachine.Ending? {
+                 messages: inout [Int32: [ConsumedMessage]]) throws(ProjectorError) -> ProjectorStateMachine.Ending? {
         for action in actions {
-            // Only what touches no worker runs while commits do; anything else waits for them.
-            if committing != nil, !action.runsBesideCommits, !(commitsInBackground && action.isCommitOrClaim) {
-                try finishCommits(into: &summary)
-            }
             switch action {
             case .close(let partitions): for p in partitions { workers[p] = nil } // closes the shard, lets go of its lock
             case .releaseStandbys(let partitions): standby?.release(partitions) // their owner opens the same shards next
             case .open(let partitions): try open(partitions)
             case .ownershipChanged: ownershipChanged()
-            case .claim(let partitions, false) where committing != nil: claimsAfterCommits += partitions
             case .claim(let partitions, let waiting): claim(partitions, waiting: waiting)
             case .followGeneration: try followManifest()
             case .recordEnd(let p, let end): workers[p]?.endOffset = end
@@ -205,7 +188,6 @@ public final class Projector: RebalanceHandler {
             case .seek(let p, let next): try seekBack(p, to: next, messages: &messages)
             case .acceptJump(let p, let next, let first): try acceptJump(p, from: next, to: first)
             case .outOfRange(let p, let offset): try outOfRange(p, offset: offset)
-            case .commit(let partitions) where commitsInBackground: try commitInBackground(partitions, into: &summary)
             case .commit(let partitions): machine.committed(applied: try commit(partitions, into: &summary))
             case .probeCluster:
                 guard let silence = probeCluster() else { break }
@@ -224,10 +206,9 @@ public final class Projector: RebalanceHandler {
         return nil
     }
 
-    func perform(_ actions: [ProjectorStateMachine.Action], into summary: inout ProjectorSummary,
-                 commitsInBackground: Bool = false) throws(ProjectorError) -> ProjectorStateMachine.Ending? {
+    func perform(_ actions: [ProjectorStateMachine.Action], into summary: inout ProjectorSummary) throws(ProjectorError) -> ProjectorStateMachine.Ending? {
         var none: [Int32: [ConsumedMessage]] = [:]
-        return try perform(actions, into: &summary, messages: &none, commitsInBackground: commitsInBackground)
+        return try perform(actions, into: &summary, messages: &none)
     }
 
     /// The facts of each open partition, for the machine's decisions.
@@ -237,7 +218,7 @@ public final class Projector: RebalanceHandler {
             // Where reading resumes: after what is staged, else the shard's offset or a re-read's.
             let read = w.stagedEnd ?? w.position
             let high = max(consumer.cachedHighWatermark(w.partition) ?? -1, start ?? -1)
-            return PartitionFacts(next: w.nextOffset, stagedEnd: w.stagedEnd, stagedCount: w.stagedCount, stagedBytes: w.stagedBytes,
+            return PartitionFacts(next: w.shard.nextOffset, stagedEnd: w.stagedEnd, stagedCount: w.stagedCount, stagedBytes: w.stagedBytes,
                                   stagedSince: w.stagedSince, end: w.endOffset, stop: w.stopOffset, highAtStart: start,
                                   highRead: high >= 0 && read >= high ? high : nil)
         }
@@ -314,61 +295,14 @@ public final class Projector: RebalanceHandler {
     /// counts what they did; returns the events and dead letters applied. Every partition's
     /// outcome is kept: a failed one's worker is dropped, the others' commits stand.
     private func commit(_ partitions: [Int32], into summary: inout ProjectorSummary) throws(ProjectorError) -> Int {
-        let jobs = partitions.compactMap { p in workers[p].flatMap { w in w.take().map { (w, $0) } } }
+        let jobs = partitions.compactMap { workers[$0] }
         guard !jobs.isEmpty else { return 0 }
         let batchStarted = ContinuousClock.now
-        let results = jobs.parallelMap { worker, taken in Result { try worker.commit(taken) } }
-        return try finish(jobs, results, seconds: (ContinuousClock.now - batchStarted).inSeconds, into: &summary)
-    }
-
-    /// Starts committing the staged batches of `partitions` on other threads (in parallel,
-    /// each its own shard) and returns: the next round polls and stages meanwhile, into
-    /// these partitions too (`PartitionWorker.take`), and `finishCommits` ends them. Before,
-    /// the loop stood still during every commit round: on 2 cores the run kept 1.4–1.6 busy
-    /// (BENCHMARKS.md, "Issue 26, fourteenth steps").
-    private func commitInBackground(_ partitions: [Int32], into summary: inout ProjectorSummary) throws(ProjectorError) {
-        try finishCommits(into: &summary) // one round of commits at a time
-        let jobs = partitions.compactMap { p in workers[p].flatMap { w in w.take().map { (w, $0) } } }
-        guard !jobs.isEmpty else { return }
-        let round = CommitRound(jobs: jobs)
-        committing = round
-        commitQueue.async(group: round.done) {
-            // Each job touches only its own worker's shard and ledger, which the loop leaves alone until `finish`.
-            round.results = round.jobs.parallelMap { worker, taken in Result { try worker.commit(taken) } }
-            round.finished = .now
-        }
-    }
-
-    /// Waits for the commits `commitInBackground` started, if any, and counts them as
-    /// `commit` does; throws the first failure (its worker dropped).
-    func finishCommits(into summary: inout ProjectorSummary) throws(ProjectorError) {
-        guard let round = committing else { return }
-        round.done.wait()
-        committing = nil
-        let claims = claimsAfterCommits
-        claimsAfterCommits = []
-        machine.committed(applied: try finish(round.jobs, round.results, seconds: (round.finished - round.started).inSeconds, into: &summary))
-        if !claims.isEmpty { claim(claims, waiting: false) }
-    }
-
-    /// Waits for commits running beside the loop, whatever they did (the run is ending on an error).
-    func waitForCommits() {
-        guard let round = committing else { return }
-        round.done.wait()
-        committing = nil
-        for ((worker, taken), result) in zip(round.jobs, round.results) {
-            if (try? worker.finish(taken, result)) == nil { workers[worker.partition.partition] = nil }
-        }
-    }
-
-    /// The outcomes of one round of commits: counted, and a failed partition's worker dropped.
-    private func finish(_ jobs: [(PartitionWorker, PartitionWorker.TakenBatch)], _ results: [Result<BatchOutcome, any Error>],
-                        seconds: Double, into summary: inout ProjectorSummary) throws(ProjectorError) -> Int {
-        statistics.batchSeconds.observe(seconds)
+        let results = jobs.parallelMap { worker in Result { try worker.commitStaged() } }
+        statistics.batchSeconds.observe((ContinuousClock.now - batchStarted).inSeconds)
         var applied = 0
         var firstError: Error?
-        for ((worker, taken), committed) in zip(jobs, results) {
-            let result = Result { try worker.finish(taken, committed) }
+        for (worker, result) in zip(jobs, results) {
             switch result {
             case .success(let outcome):
                 statistics.add(outcome)
@@ -383,10 +317,6 @@ public final class Projector: RebalanceHandler {
         return applied
     }
 
-    /// Whether commits run beside the loop's next poll and staging (`commitInBackground`):
-    /// not with standby shards, whose following may reopen a worker or share the cache anew.
-    var overlapsCommits: Bool { standby == nil }
-
     private func snapshot(rate: Double) -> ProjectorProgress {
         let parts = workers.sorted(by: { $0.key < $1.key }).map { p, w -> (Int32, Int64, Int64?) in
             // The end seen in the last fetch, else at the last end of partition, else when the
@@ -400,36 +330,6 @@ public final class Projector: RebalanceHandler {
             progress.waiting = "waiting for consumer group \(groupID) to assign partitions (a member that restarted waits until its old membership expires: session.timeout.ms = \(sessionTimeoutMilliseconds / 1_000) s)"
         }
         return progress
-    }
-}
-
-/// The commits `Projector.commitInBackground` started: the jobs, and their results once `done`.
-final class CommitRound: @unchecked Sendable {
-    let jobs: [(PartitionWorker, PartitionWorker.TakenBatch)]
-    /// Written by the commit's thread before it leaves `done`; read after waiting on it.
-    var results: [Result<BatchOutcome, any Error>] = []
-    let done = DispatchGroup()
-    let started = ContinuousClock.now
-    /// When the last of them ended (written with `results`).
-    var finished = ContinuousClock.now
-
-    init(jobs: [(PartitionWorker, PartitionWorker.TakenBatch)]) { self.jobs = jobs }
-}
-
-extension ProjectorStateMachine.Action {
-    /// Touches no worker: performed while commits run beside the loop.
-    var runsBesideCommits: Bool {
-        switch self {
-        case .recordEnd, .discard, .reportProgress: return true
-        default: return false
-        }
-    }
-
-    var isCommitOrClaim: Bool {
-        switch self {
-        case .commit, .claim(_, false): return true
-        default: return false
-        }
     }
 }
 
