@@ -44,9 +44,8 @@ enum ProjectCommand: Subcommand {
     total by kafka.consumer.prefetch_mb (default 16 MB of payloads, all partitions
     together; librdkafka's per-message overhead makes that up to ~48 MB at the peak).
     --verbose logs the whole account at start (152 MiB by default, plus ~36 MiB for the
-    process). Measured peak RSS: 169-179 MiB at 1M events over 64 partitions, 212-214
-    at 2M over 64, 216-226 MiB at 4M over 128 (solo; 223 as a group member; a quiet
-    2-core machine);
+    process). Measured peak RSS: 164-170 MiB at 1M events over 64 partitions, 212 at 2M
+    over 64, 222-230 MiB at 4M over 128 (solo; 235 as a group member; a 2-core machine);
     BENCHMARKS.md, "Issue 26", and 'daybook bench'.
 
     Progress (events/s, lag per partition, ETA) is a live line on a terminal and a log line
