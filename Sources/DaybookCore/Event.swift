@@ -10,36 +10,16 @@ public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable, Bitwis
     /// Cumulative metrics are summed over deduplicated time; discrete ones are summarized.
     public var isCumulative: Bool { self != .heartRate }
 
-    public var canonicalUnit: String {
-        switch self {
-        case .steps: return "count"
-        case .activeEnergy: return "kcal"
-        case .distance: return "m"
-        case .heartRate: return "count/min"
-        }
-    }
+    /// The unit values are stored in (the catalogue's, `MetricDefinition.canonicalUnit`).
+    public var canonicalUnit: String { definition.canonicalUnit }
 
-    /// Accepted units and the factor that converts each to the canonical unit.
-    public var units: [(unit: String, factor: Double)] {
-        switch self {
-        case .steps: return [("count", 1)]
-        case .activeEnergy: return [("kcal", 1), ("Cal", 1), ("kJ", 1 / 4.184)]
-        case .distance: return [("m", 1), ("km", 1000), ("mi", 1609.344)]
-        case .heartRate: return [("count/min", 1)]
-        }
-    }
+    /// Accepted units and the factor that converts each to the canonical unit (the catalogue's).
+    public var units: [(unit: String, factor: Double)] { definition.units.map { ($0.name, $0.factor) } }
 
-    /// The largest value one sample may carry, in the canonical unit. A sample lasts at
-    /// most 7 days, so these are a week of extreme activity; anything larger is a unit or
-    /// producer bug. Bounding each sample keeps every day's sum finite.
-    public var maximumPerSample: Double {
-        switch self {
-        case .steps: return 2_000_000        // ~200,000 steps a day for 7 days
-        case .activeEnergy: return 100_000   // kcal: ~14,000 kcal a day for 7 days
-        case .distance: return 5_000_000     // m: 5,000 km, a week on a bicycle and more
-        case .heartRate: return 400          // count/min: above any recorded human heart rate
-        }
-    }
+    /// The largest value one sample may carry, in the canonical unit (the catalogue's,
+    /// `MetricDefinition.maximumPerSample`: a week of extreme activity; anything larger is a
+    /// unit or producer bug, and bounding each sample keeps every day's sum finite).
+    public var maximumPerSample: Double { Metric.bounds[index] }
 
     public static func < (a: Metric, b: Metric) -> Bool { a.rawValue < b.rawValue }
 

@@ -60,13 +60,11 @@ public struct AppleHealthImporter {
         case missingZone
     }
 
-    /// HealthKit types Daybook totals, and their metrics.
-    public static let metrics: [String: Metric] = [
-        "HKQuantityTypeIdentifierStepCount": .steps,
-        "HKQuantityTypeIdentifierDistanceWalkingRunning": .distance,
-        "HKQuantityTypeIdentifierActiveEnergyBurned": .activeEnergy,
-        "HKQuantityTypeIdentifierHeartRate": .heartRate,
-    ]
+    /// HealthKit types Daybook totals, and their metrics: the catalogue's types
+    /// (`MetricDefinition.healthKit`) of the metrics events carry.
+    public static let metrics: [String: Metric] = Dictionary(uniqueKeysWithValues: Metric.allCases.flatMap { metric in
+        metric.definition.healthKit.map { ($0, metric) }
+    })
 
     public let options: Options
     public private(set) var summary = ImportSummary()
