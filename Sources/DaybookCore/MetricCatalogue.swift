@@ -109,6 +109,11 @@ public enum MetricCatalogue {
                          aggregation: .durationPriority, healthKit: ["HKCategoryTypeIdentifierSleepAnalysis"]),
     ]
 
+    /// The built-in entry an Apple Health record of type `type` imports as, if any.
+    public static func definition(forHealthKit type: String) -> MetricDefinition? {
+        builtIn.first { $0.healthKit.contains(type) }
+    }
+
     /// The built-in entry named `name`, if any.
     public static func definition(named name: String) -> MetricDefinition? {
         builtIn.first { $0.name == name }

@@ -114,10 +114,19 @@ public struct ImportSummary: Equatable, Sendable {
             let decided = clue.rules.sorted().map { "\(names.sourceMapRule) \($0)" } + clue.clues.sorted()
             lines.append("  source \(source) ← \(decided.joined(separator: ", ")): \(clue.examples.joined(separator: "; "))")
         }
-        if !otherTypes.isEmpty {
-            let top = otherTypes.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        // Types the metric catalogue names but events do not carry yet: each one, with its
+        // metric, so that what was left out is never silent; then the rest, the commonest first.
+        let catalogued = otherTypes.compactMap { type, count in MetricCatalogue.definition(forHealthKit: type).map { (type, count, $0.name) } }
+            .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
+        if !catalogued.isEmpty {
+            let shown = catalogued.map { "\($0.0) \(NumberText.grouped($0.1)) (\($0.2))" }.joined(separator: ", ")
+            lines.append("skipped, in the metric catalogue but not imported yet (\(catalogued.count)): \(shown)")
+        }
+        let others = otherTypes.filter { MetricCatalogue.definition(forHealthKit: $0.key) == nil }
+        if !others.isEmpty {
+            let top = others.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
             let shown = top.prefix(5).map { "\($0.key) \(NumberText.grouped($0.value))" }.joined(separator: ", ")
-            lines.append("skipped, other types (\(otherTypes.count)): \(shown)\(top.count > 5 ? ", …" : "")")
+            lines.append("skipped, other types (\(others.count)): \(shown)\(top.count > 5 ? ", …" : "")")
         }
         for (code, r) in rejected.sorted(by: { $0.key < $1.key }) {
             lines.append("rejected, \(code): \(NumberText.grouped(r.count)) (first at line \(r.firstLine): \(r.firstMessage))")

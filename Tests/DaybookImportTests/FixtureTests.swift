@@ -118,6 +118,9 @@ import Testing
         #expect(s.latest == (try Instant(rfc3339: "2024-07-20T12:30:00Z")))
         let text = s.render(destination: "written")
         #expect(text.contains("31 records read: 22 events written, 3 of other types skipped, 6 rejected"))
+        // What the metric catalogue names is listed with its metric, apart from the rest.
+        #expect(text.contains("skipped, in the metric catalogue but not imported yet (1): HKCategoryTypeIdentifierSleepAnalysis 1 (sleep)\n"), "\(text)")
+        #expect(text.contains("skipped, other types (2): HKQuantityTypeIdentifierBloodPressureDiastolic 1, HKQuantityTypeIdentifierBloodPressureSystolic 1\n"), "\(text)")
         #expect(text.contains("source watch ← source map version:10.2, model:Watch") == false) // the map decides first
         #expect(text.contains("source watch ← source map version:10.2: \"Ana’s Apple Watch\" 10.2; \"Anonymous\" 10.2"), "\(text)")
         #expect(text.contains("zones: America/New_York (HKTimeZone 1); Europe/Berlin (HKTimeZone 1, default zone 20)"))
