@@ -1,14 +1,50 @@
 import DaybookSupport
 
-/// A health metric Daybook totals, with its canonical unit and how it aggregates.
-public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable, BitwiseCopyable {
-    case steps
-    case activeEnergy = "active_energy"
-    case distance
-    case heartRate = "heart_rate"
+/// A health metric Daybook totals: an entry of the metric catalogue (`MetricCatalogue`)
+/// whose aggregation Daybook computes, with its canonical unit and how it aggregates.
+///
+/// A value of a few bytes, compared and hashed by its number: its entry's place in the
+/// catalogue, which is also its number in a shard's state store (never renumbered).
+public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Sendable, BitwiseCopyable, CustomDebugStringConvertible {
+    /// The catalogue entry's place (`MetricCatalogue.builtIn`), a dense index of `allCases`.
+    /// Two bytes in all with `isCumulative`, as the enum this was took one: a staged event
+    /// holds one (`StagedEventTests`).
+    private let code: UInt8
+    /// Whether its samples are summed over deduplicated time (`priority_sum`), not summarized
+    /// (`discrete`): kept in the value, since the ledger asks for every sample.
+    public let isCumulative: Bool
 
-    /// Cumulative metrics are summed over deduplicated time; discrete ones are summarized.
-    public var isCumulative: Bool { self != .heartRate }
+    private init(_ index: UInt8, cumulative: Bool) {
+        code = index
+        isCumulative = cumulative
+    }
+
+    /// The catalogue entry's place, a dense index (0 ..< allCases.count) for array-backed tables.
+    @inline(__always)
+    var index: Int { Int(code) }
+
+    public static let steps = Metric(0, cumulative: true)
+    public static let activeEnergy = Metric(1, cumulative: true)
+    public static let distance = Metric(2, cumulative: true)
+    public static let heartRate = Metric(3, cumulative: false)
+    public static let distanceCycling = Metric(4, cumulative: true)
+    public static let basalEnergy = Metric(5, cumulative: true)
+    public static let flightsClimbed = Metric(6, cumulative: true)
+
+    /// The metrics events carry, in catalogue order: every `priority_sum` entry and heart
+    /// rate. The catalogue's other entries (water, sleep, resting heart rate, ...) come with
+    /// their aggregations.
+    public static let allCases: [Metric] = [.steps, .activeEnergy, .distance, .heartRate, .distanceCycling, .basalEnergy, .flightsClimbed]
+
+    /// The name in events, rows and queries (the catalogue entry's).
+    public var rawValue: String { Metric.names[index] }
+
+    public init?(rawValue: String) {
+        guard let metric = Metric.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = metric
+    }
+
+    static let names: [String] = MetricCatalogue.builtIn.map(\.name)
 
     /// The unit values are stored in (the catalogue's, `MetricDefinition.canonicalUnit`).
     public var canonicalUnit: String { definition.canonicalUnit }
@@ -23,27 +59,24 @@ public enum Metric: String, CaseIterable, Hashable, Comparable, Sendable, Bitwis
 
     public static func < (a: Metric, b: Metric) -> Bool { a.rawValue < b.rawValue }
 
-    /// Hashes the case's index: a raw-value enum would hash its name's String with SipHash
-    /// (~500 instructions for each `Set<Metric>` insert of a batch's every sample).
-    public func hash(into hasher: inout Hasher) { hasher.combine(UInt8(index)) }
+    public static func == (a: Metric, b: Metric) -> Bool { a.code == b.code }
+
+    /// Hashes the index: hashing its name's String with SipHash cost ~500 instructions for
+    /// each `Set<Metric>` insert of a batch's every sample.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public func _rawHashValue(seed: Int) -> Int { NameHash.table(UInt64(index) &+ 1, seed: seed) }
 
     /// The metric's number in a shard's state store (never renumber: shards keep it).
     public var storageCode: Int { index }
 
+    /// As the enum this was printed itself (`DaybookCore.Metric.steps`), so that dumps of
+    /// events read the same (the decoder's golden answers are such dumps).
+    public var debugDescription: String { "DaybookCore.Metric." + Metric.swiftNames[index] }
+    static let swiftNames = ["steps", "activeEnergy", "distance", "heartRate", "distanceCycling", "basalEnergy", "flightsClimbed"]
+
     public init?(storageCode: Int) {
         guard let metric = Metric.allCases.first(where: { $0.index == storageCode }) else { return nil }
         self = metric
-    }
-
-    /// A dense index (0 ..< allCases.count) for array-backed tables.
-    var index: Int {
-        switch self {
-        case .steps: return 0
-        case .activeEnergy: return 1
-        case .distance: return 2
-        case .heartRate: return 3
-        }
     }
 }
 

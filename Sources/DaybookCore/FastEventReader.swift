@@ -172,6 +172,9 @@ enum FastEventReader {
         if name.is("heart_rate") { return .heartRate }
         if name.is("active_energy") { return .activeEnergy }
         if name.is("distance") { return .distance }
+        if name.is("distance_cycling") { return .distanceCycling }
+        if name.is("basal_energy") { return .basalEnergy }
+        if name.is("flights_climbed") { return .flightsClimbed }
         return nil
     }
 
@@ -184,15 +187,16 @@ enum FastEventReader {
 
     private static func factor(_ unit: Text, of metric: Metric) -> Double? {
         switch metric {
-        case .steps: return unit.is("count") ? 1 : nil
+        case .steps, .flightsClimbed: return unit.is("count") ? 1 : nil
         case .heartRate: return unit.is("count/min") ? 1 : nil
-        case .activeEnergy:
+        case .activeEnergy, .basalEnergy:
             if unit.is("kcal") || unit.is("Cal") { return 1 }
             return unit.is("kJ") ? 1 / 4.184 : nil
-        case .distance:
+        case .distance, .distanceCycling:
             if unit.is("m") { return 1 }
             if unit.is("km") { return 1000 }
             return unit.is("mi") ? 1609.344 : nil
+        default: return nil // a metric this reader does not know: `FastEventReaderTests` checks every one against the catalogue
         }
     }
 

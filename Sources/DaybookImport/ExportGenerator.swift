@@ -158,8 +158,9 @@ public struct ExportGenerator {
 
     private mutating func otherType() -> (xml: String, truth: Truth?) {
         let start = windowStart + Int64(rng.below(windowMinutes)) * 60
-        let kinds = [("HKQuantityTypeIdentifierBasalEnergyBurned", "kcal", "1.2"), ("HKQuantityTypeIdentifierFlightsClimbed", "count", "3"),
-                     ("HKQuantityTypeIdentifierDistanceCycling", "km", "4.2"), ("HKCategoryTypeIdentifierSleepAnalysis", "", "")]
+        // Types the catalogue names but events do not carry yet, one it does not name, and sleep.
+        let kinds = [("HKQuantityTypeIdentifierDietaryWater", "mL", "250"), ("HKQuantityTypeIdentifierBodyMass", "kg", "70.2"),
+                     ("HKQuantityTypeIdentifierBloodPressureSystolic", "mmHg", "120"), ("HKCategoryTypeIdentifierSleepAnalysis", "", "")]
         let k = kinds[rng.below(kinds.count)]
         let xml: String
         if k.1.isEmpty {
@@ -199,12 +200,14 @@ public struct ExportGenerator {
         switch metric {
         case .steps: raw = rng.below(40) == 0 ? "30000" : String(rng.below(1_500))
         case .heartRate: raw = String(45 + rng.below(120))
-        case .distance:
+        case .distance, .distanceCycling:
             let meters = rng.below(2_000)
             raw = chosen.unit == "m" ? String(meters) : chosen.unit == "km" ? decimal(meters, scale: 1_000) : decimal(meters * 621, scale: 1_000_000)
-        case .activeEnergy:
+        case .activeEnergy, .basalEnergy:
             let tenths = rng.below(3_000)
             raw = chosen.unit == "kJ" ? decimal(tenths * 4_184, scale: 10_000) : decimal(tenths, scale: 10)
+        case .flightsClimbed: raw = String(rng.below(20))
+        default: raw = "1"
         }
         return (chosen.unit, chosen.factor, raw)
     }

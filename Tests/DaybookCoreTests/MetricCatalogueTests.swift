@@ -58,3 +58,48 @@ import Testing
         }
     }
 }
+
+/// The catalogue's `priority_sum` metrics beyond the first three are events' metrics like
+/// steps: deduplicated by source priority, their units converted, their days their own.
+@Suite struct NewPrioritySumMetricsTests {
+    @Test func aWatchAndAPhoneOverlappingOnFlightsDoNotBothCount() {
+        // The watch climbs 10 flights 08:00–09:00; the phone counts 6 over 08:30–09:30. The
+        // watch outranks the phone (built-in priority): it keeps 08:00–09:00 whole (10); the
+        // phone keeps only 09:00–09:30, half its span: 6 × 30/60 = 3. The day: 13 (naive
+        // sum 16, max 10). Steps on the same hours are a row of their own.
+        let events = [
+            added("w", "watch", "2024-05-06T08:00:00+02:00", "2024-05-06T09:00:00+02:00", 10, metric: .flightsClimbed),
+            added("p", "phone", "2024-05-06T08:30:00+02:00", "2024-05-06T09:30:00+02:00", 6, metric: .flightsClimbed),
+            added("s", "phone", "2024-05-06T08:30:00+02:00", "2024-05-06T09:30:00+02:00", 500),
+        ]
+        let rows = rollup(events)
+        #expect(value(rows, "2024-05-06", metric: .flightsClimbed) == 13)
+        #expect(value(rows, "2024-05-06") == 500)
+        let naive = naiveAndMax(Array(events.prefix(2)))
+        #expect(naive.sum == 16 && naive.max == 10)
+    }
+
+    @Test func basalEnergyAndCyclingDistanceConvertTheirUnitsAndSplitAtMidnight() throws {
+        // 4,184 kJ of basal energy is 1,000 kcal; 12 km of cycling from 23:00 to 01:00 (Berlin)
+        // is 12,000 m, half on each civil day: 6,000 + 6,000.
+        let decoder = EventDecoder()
+        let basal = try decoder.decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"b","metric":"basal_energy","source":"watch","start":"2024-05-06T10:00:00+02:00","end":"2024-05-06T11:00:00+02:00","value":4184,"unit":"kJ","zone":"Europe/Berlin"}}"#)
+        let ride = try decoder.decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"c","metric":"distance_cycling","source":"phone","start":"2024-05-06T23:00:00+02:00","end":"2024-05-07T01:00:00+02:00","value":12,"unit":"km","zone":"Europe/Berlin"}}"#)
+        let rows = rollup([basal, ride])
+        #expect(value(rows, "2024-05-06", metric: .basalEnergy) == 1_000)
+        #expect(value(rows, "2024-05-06", metric: .distanceCycling) == 6_000)
+        #expect(value(rows, "2024-05-07", metric: .distanceCycling) == 6_000)
+        #expect(throws: EventError.self) {
+            try decoder.decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"f","metric":"flights_climbed","source":"watch","start":"2024-05-06T10:00:00Z","end":"2024-05-06T11:00:00Z","value":3,"unit":"m","zone":"UTC"}}"#)
+        }
+    }
+
+    @Test func everyMetricEventsCarryIsACatalogueEntryInItsPlace() {
+        for (i, metric) in Metric.allCases.enumerated() {
+            #expect(metric.index == i && metric.storageCode == i && Metric(storageCode: i) == metric)
+            #expect(Metric(rawValue: MetricCatalogue.builtIn[i].name) == metric)
+            #expect(metric.debugDescription == "DaybookCore.Metric.\(Metric.swiftNames[i])")
+        }
+        #expect(Metric(rawValue: "water") == nil && Metric(rawValue: "sleep") == nil, "not in events until their aggregations are built")
+    }
+}
