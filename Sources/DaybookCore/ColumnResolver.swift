@@ -85,6 +85,22 @@ struct ColumnResolver {
 
     /// The instants in `[low, high)` that count (`TimelineResolver.instants`' outcomes with no
     /// `shadowedBy`), in time order.
+    /// `TimelineResolver.everySample` over the columns (`Aggregation.sum`): each interval
+    /// sample overlapping `[low, high)` a run of its own over its whole span, by start.
+    func everySample(low: Int64, high: Int64) -> (start: [Int64], end: [Int64], winner: [Int32]) {
+        var order: [Int32] = []
+        for i in 0..<s.count where s.start[i] != s.end[i] && s.end[i] > low && s.start[i] < high {
+            order.append(Int32(truncatingIfNeeded: i))
+        }
+        order.sort { s.start[Int($0)] != s.start[Int($1)] ? s.start[Int($0)] < s.start[Int($1)] : $0 < $1 }
+        return (order.map { s.start[Int($0)] }, order.map { s.end[Int($0)] }, order)
+    }
+
+    /// Every instant inside `[low, high)`, each counted (`Aggregation.sum`).
+    func instants(low: Int64, high: Int64) -> [Int32] {
+        (0..<s.count).filter { s.start[$0] == s.end[$0] && s.start[$0] >= low && s.start[$0] < high }.map { Int32(truncatingIfNeeded: $0) }
+    }
+
     func countedInstants(low: Int64, high: Int64, runs: (start: [Int64], end: [Int64], winner: [Int32])) -> [Int32] {
         var order: [Int32] = []
         for i in 0..<s.count where s.start[i] == s.end[i] && s.start[i] >= low && s.start[i] < high {

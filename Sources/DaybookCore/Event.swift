@@ -10,16 +10,20 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     /// Two bytes in all with `isCumulative`, as the enum this was took one: a staged event
     /// holds one (`StagedEventTests`).
     private let code: UInt8
-    /// Whether its samples are summed over deduplicated time (`priority_sum`), not summarized
+    /// Whether its samples are summed over time (`priority_sum`, `sum`), not summarized
     /// (`discrete`): kept in the value, since the ledger asks for every sample.
     public let isCumulative: Bool
+    /// Whether every sample counts (`sum`: water, nutrition), not only the highest-ranked
+    /// source's over each piece of time (`priority_sum`).
+    public let countsEverySample: Bool
 
-    private init(_ index: UInt8, cumulative: Bool) {
+    private init(_ index: UInt8, cumulative: Bool, everySample: Bool = false) {
         code = index
         isCumulative = cumulative
+        countsEverySample = everySample
     }
 
-    /// The catalogue entry's place, a dense index (0 ..< allCases.count) for array-backed tables.
+    /// The catalogue entry's place, an index (0 ..< `tableSize`) for array-backed tables.
     @inline(__always)
     var index: Int { Int(code) }
 
@@ -30,11 +34,20 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     public static let distanceCycling = Metric(4, cumulative: true)
     public static let basalEnergy = Metric(5, cumulative: true)
     public static let flightsClimbed = Metric(6, cumulative: true)
+    public static let water = Metric(9, cumulative: true, everySample: true)
+    public static let dietaryEnergy = Metric(10, cumulative: true, everySample: true)
 
-    /// The metrics events carry, in catalogue order: every `priority_sum` entry and heart
-    /// rate. The catalogue's other entries (water, sleep, resting heart rate, ...) come with
+    /// How its samples make its rows (the catalogue entry's).
+    public var aggregation: Aggregation { countsEverySample ? .sum : isCumulative ? .prioritySum : .discrete }
+
+    /// Entries of tables indexed by a metric's `index`: one per catalogue entry.
+    static let tableSize = MetricCatalogue.builtIn.count
+
+    /// The metrics events carry, in catalogue order: every `priority_sum` and `sum` entry and
+    /// heart rate. The catalogue's other entries (sleep, resting heart rate, ...) come with
     /// their aggregations.
-    public static let allCases: [Metric] = [.steps, .activeEnergy, .distance, .heartRate, .distanceCycling, .basalEnergy, .flightsClimbed]
+    public static let allCases: [Metric] = [.steps, .activeEnergy, .distance, .heartRate, .distanceCycling, .basalEnergy, .flightsClimbed,
+                                            .water, .dietaryEnergy]
 
     /// The name in events, rows and queries (the catalogue entry's).
     public var rawValue: String { Metric.names[index] }
@@ -72,7 +85,9 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     /// As the enum this was printed itself (`DaybookCore.Metric.steps`), so that dumps of
     /// events read the same (the decoder's golden answers are such dumps).
     public var debugDescription: String { "DaybookCore.Metric." + Metric.swiftNames[index] }
-    static let swiftNames = ["steps", "activeEnergy", "distance", "heartRate", "distanceCycling", "basalEnergy", "flightsClimbed"]
+    static let swiftNames = ["steps", "activeEnergy", "distance", "heartRate", "distanceCycling", "basalEnergy", "flightsClimbed",
+                             "exerciseTime", "standTime", "water", "dietaryEnergy", "restingHeartRate", "heartRateVariability",
+                             "bodyMass", "oxygenSaturation", "respiratoryRate", "sleep"]
 
     public init?(storageCode: Int) {
         guard let metric = Metric.allCases.first(where: { $0.index == storageCode }) else { return nil }

@@ -175,6 +175,8 @@ enum FastEventReader {
         if name.is("distance_cycling") { return .distanceCycling }
         if name.is("basal_energy") { return .basalEnergy }
         if name.is("flights_climbed") { return .flightsClimbed }
+        if name.is("water") { return .water }
+        if name.is("dietary_energy") { return .dietaryEnergy }
         return nil
     }
 
@@ -189,13 +191,17 @@ enum FastEventReader {
         switch metric {
         case .steps, .flightsClimbed: return unit.is("count") ? 1 : nil
         case .heartRate: return unit.is("count/min") ? 1 : nil
-        case .activeEnergy, .basalEnergy:
+        case .activeEnergy, .basalEnergy, .dietaryEnergy:
             if unit.is("kcal") || unit.is("Cal") { return 1 }
             return unit.is("kJ") ? 1 / 4.184 : nil
         case .distance, .distanceCycling:
             if unit.is("m") { return 1 }
             if unit.is("km") { return 1000 }
             return unit.is("mi") ? 1609.344 : nil
+        case .water:
+            if unit.is("mL") { return 1 }
+            if unit.is("L") { return 1000 }
+            return unit.is("fl_oz_us") ? 29.5735295625 : nil
         default: return nil // a metric this reader does not know: `FastEventReaderTests` checks every one against the catalogue
         }
     }

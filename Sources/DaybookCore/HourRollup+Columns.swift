@@ -25,8 +25,9 @@ extension HourRollup {
             high = max(high, (Int64(days.upperBound) + 1) * Instant.nanosPerDay - lo)
         }
         let resolver = ColumnResolver(s: s, rank: rank)
-        let runs = resolver.runs(low: low, high: high)
-        let instants = resolver.countedInstants(low: low, high: high, runs: runs)
+        let runs = metric.countsEverySample ? resolver.everySample(low: low, high: high) : resolver.runs(low: low, high: high)
+        let instants = metric.countsEverySample ? resolver.instants(low: low, high: high)
+            : resolver.countedInstants(low: low, high: high, runs: runs)
         var dayRows: [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] = []
         if anchors == nil {
             // No stored day rows to anchor on (a window of samples given in memory): the days

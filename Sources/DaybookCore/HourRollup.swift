@@ -42,9 +42,7 @@ enum HourRollup {
         guard metric.isCumulative else {
             return (discrete(records: records, zones: zones, user: user, metric: metric, days: days), [])
         }
-        let resolver = TimelineResolver(records: records, rank: { rank[Int($0)] })
-        let runs = resolver.runs()
-        let instants = resolver.instants(runs: runs)
+        let (runs, instants) = TimelineResolver(records: records, rank: { rank[Int($0)] }).resolve(metric)
         var dayRows: [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] = []
         if anchors == nil {
             var attribution = DayAttribution()

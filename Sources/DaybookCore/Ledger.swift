@@ -834,10 +834,9 @@ public final class Ledger {
     private func totals(_ records: [Record], user: String, metric: Metric, include: ((Int32) -> Bool)?) -> [DayTotal] {
         guard metric.isCumulative else { return discreteTotals(records, user: user, metric: metric, include: include) }
         let table = rankTable(for: metric)
-        let resolver = TimelineResolver(records: records, rank: { table[Int($0)] })
-        let runs = resolver.runs()
+        let (runs, instants) = TimelineResolver(records: records, rank: { table[Int($0)] }).resolve(metric)
         var attribution = DayAttribution()
-        attribution.attribute(runs: runs, instants: resolver.instants(runs: runs), records: records, zones: zones, include: include)
+        attribution.attribute(runs: runs, instants: instants, records: records, zones: zones, include: include)
         return attribution.totals(records: records).map { day in
             let shares = day.bySource
                 .sorted { table[Int($0.source)] < table[Int($1.source)] }
@@ -867,8 +866,7 @@ public final class Ledger {
         guard key.metric.isCumulative, let state = users[NameKey(key.user)]?.metrics[key.metric] else { return explanation }
         let records = state.records(near: key.day.number...key.day.number, cumulative: true)
         let table = rankTable(for: key.metric)
-        let resolver = TimelineResolver(records: records, rank: { table[Int($0)] })
-        let runs = resolver.runs()
+        let (runs, instants) = TimelineResolver(records: records, rank: { table[Int($0)] }).resolve(key.metric)
         func describe(_ i: Int) -> Explanation.SampleRef {
             let r = records[i]
             return .init(uuid: r.uuid.text, source: sources[Int(r.source)], zone: zones[Int(r.zone)].identifier,
@@ -881,7 +879,8 @@ public final class Ledger {
             rules.forEachDay(from: run.start, to: run.end) { day, nanos in
                 defer { cursor += nanos }
                 guard day == key.day else { return }
-                let beaten = records.indices.filter { i in
+                // Every sample of a `sum` metric counts: none is beaten.
+                let beaten = key.metric.countsEverySample ? [] : records.indices.filter { i in
                     i != run.winner && !records[i].isInstant && records[i].start < cursor + nanos && records[i].end > cursor
                 }
                 explanation.pieces.append(.init(
@@ -891,7 +890,7 @@ public final class Ledger {
                     contribution: winner.value * Double(nanos) / Double(winner.end - winner.start)))
             }
         }
-        for outcome in resolver.instants(runs: runs) {
+        for outcome in instants {
             let r = records[outcome.record]
             let rules = zones[Int(r.zone)]
             guard rules.day(of: Instant(nanoseconds: r.start)) == key.day else { continue }
@@ -1023,7 +1022,7 @@ enum UUIDState {
 
 /// A user's `MetricState`s in a fixed array indexed by metric (no hashing on the hot path).
 private struct MetricTable {
-    private var storage = [MetricState?](repeating: nil, count: Metric.allCases.count)
+    private var storage = [MetricState?](repeating: nil, count: Metric.tableSize)
 
     /// Read in place (`_read`): a `get` returned a copy of the state, retaining and
     /// releasing its three tables at every `state.metrics[m]?.…` (3 of each an event).

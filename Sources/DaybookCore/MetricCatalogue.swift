@@ -132,5 +132,5 @@ extension Metric {
     static let bounds: [Double] = definitions.map(\.maximumPerSample)
 
     /// The entries of `allCases`, by `index`, looked up once.
-    static let definitions: [MetricDefinition] = Array(MetricCatalogue.builtIn.prefix(Metric.allCases.count))
+    static let definitions: [MetricDefinition] = MetricCatalogue.builtIn
 }

@@ -16,9 +16,9 @@ public struct SampleWindow {
     private var zones: [ZoneRules] = []
     private var zoneIDs: [String: Int32] = [:]
     /// What `ledger()` replays (samples added with their uuids).
-    private var records = [[Record]](repeating: [], count: Metric.allCases.count)
+    private var records = [[Record]](repeating: [], count: Metric.tableSize)
     /// Every sample added, as the hour rollup reads them.
-    private var columns = [SampleColumns](repeating: SampleColumns(), count: Metric.allCases.count)
+    private var columns = [SampleColumns](repeating: SampleColumns(), count: Metric.tableSize)
     /// Whether samples were added without their uuids (`addWithoutUUID`).
     private var uuidsLeftOut = false
 

@@ -132,6 +132,31 @@ struct TimelineResolver {
         return runs
     }
 
+    /// The runs and instants of a metric every sample of which counts (`Aggregation.sum`:
+    /// water, nutrition): each interval sample is a run of its own over its whole span, runs
+    /// overlap, and every instant counts in full. `DayAttribution` then gives each sample's
+    /// value to the days (and hours) it spans, pro rata, as it does a winner's.
+    static func everySample(_ records: [Record]) -> (runs: [Run], instants: [InstantOutcome]) {
+        var runs: [Run] = []
+        var instants: [InstantOutcome] = []
+        for i in records.indices {
+            if records[i].isInstant {
+                instants.append(InstantOutcome(record: i, shadowedBy: nil))
+            } else {
+                runs.append(Run(start: records[i].start, end: records[i].end, winner: i))
+            }
+        }
+        return (runs, instants)
+    }
+
+    /// The runs and instant outcomes of `records` under `metric`'s aggregation: deduplicated
+    /// by rank (`priority_sum`), or every sample (`sum`).
+    func resolve(_ metric: Metric) -> (runs: [Run], instants: [InstantOutcome]) {
+        if metric.countsEverySample { return TimelineResolver.everySample(records) }
+        let runs = runs()
+        return (runs, instants(runs: runs))
+    }
+
     /// Decides each instantaneous sample against the runs and against the other instants.
     func instants(runs: [Run]) -> [InstantOutcome] {
         var order: [Int] = []

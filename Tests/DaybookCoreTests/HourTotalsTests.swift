@@ -343,3 +343,57 @@ func expectHoursAddUp(_ hours: [HourTotal], to days: [DayTotal], in range: Close
         }
     }
 }
+
+/// `sum` metrics (water, dietary energy): every sample counts, pro rata over its span, in
+/// days and hours, by the ledger and by a store's window alike.
+@Suite struct EverySampleCountsTests {
+    @Test func twoAppsLoggingWaterBothCountAndAcrossMidnightSplitProRata() {
+        // Berlin (UTC+2 in May). The phone logs 300 mL over 12:00–13:00; an app 200 mL over
+        // 12:30–13:30 (overlapping: under priority_sum the phone would keep 12:30–13:00 and
+        // the day would be 300 + 200 × 30/60 = 400); the watch 250 mL at 18:00 (an instant).
+        // Every sample counts: 300 + 200 + 250 = 750 on 6 May. 400 mL over 23:00–01:00 gives
+        // 200 to each day: 6 May 950, 7 May 200.
+        let events = [
+            added("a", "phone", "2024-05-06T12:00:00+02:00", "2024-05-06T13:00:00+02:00", 300, metric: .water),
+            added("b", "hydro", "2024-05-06T12:30:00+02:00", "2024-05-06T13:30:00+02:00", 200, metric: .water),
+            added("c", "watch", "2024-05-06T18:00:00+02:00", "2024-05-06T18:00:00+02:00", 250, metric: .water),
+            added("d", "phone", "2024-05-06T23:00:00+02:00", "2024-05-07T01:00:00+02:00", 400, metric: .water),
+        ]
+        let rows = rollup(events)
+        #expect(value(rows, "2024-05-06", metric: .water) == 950)
+        #expect(value(rows, "2024-05-07", metric: .water) == 200)
+        // The hours: 12:00 the phone's whole 300 and the app's first half (100); 13:00 the
+        // app's second half (100); 18:00 the watch's 250; 23:00 200; 00:00 200.
+        let (hours, _) = HourTotalsTests().hours(events, metric: .water, from: "2024-05-06", to: "2024-05-07")
+        let values = hours.map { h -> String in
+            guard case .cumulative(let v, _) = h.summary else { return "?" }
+            return "\(h.startText) \(DayTotal.format(v))"
+        }
+        #expect(values == ["2024-05-06T12:00:00+02:00 400", "2024-05-06T13:00:00+02:00 100", "2024-05-06T18:00:00+02:00 250",
+                           "2024-05-06T23:00:00+02:00 200", "2024-05-07T00:00:00+02:00 200"], "\(values)")
+        // The same samples as steps (priority_sum): the phone keeps the overlap, 400 + 250 + 200.
+        let asSteps = rollup(events.map { e in
+            guard case .sampleAdded(var s) = e else { return e }
+            s.metric = .steps
+            return .sampleAdded(s)
+        })
+        #expect(value(asSteps, "2024-05-06") == 850)
+    }
+
+    @Test func explainShowsEveryWaterSampleAndNoneBeaten() {
+        let ledger = Ledger()
+        ledger.apply(added("a", "phone", "2024-05-06T12:00:00+02:00", "2024-05-06T13:00:00+02:00", 300, metric: .water), at: 0)
+        ledger.apply(added("b", "hydro", "2024-05-06T12:30:00+02:00", "2024-05-06T13:30:00+02:00", 200, metric: .water), at: 1)
+        let e = ledger.explain(DayKey(user: "ana", metric: .water, day: CivilDay("2024-05-06")!))
+        #expect(e.pieces.count == 2 && e.pieces.allSatisfy(\.beaten.isEmpty))
+        #expect(e.pieces.map(\.contribution).reduce(0, +) == 500)
+    }
+
+    @Test func dietaryEnergyInKilojoulesIsSummedInKilocalories() throws {
+        // 418.4 kJ is 100 kcal; two apps' 100 kcal snacks at one moment both count: 200.
+        let decoder = EventDecoder()
+        let a = try decoder.decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"a","metric":"dietary_energy","source":"lose-it","start":"2024-05-06T10:00:00Z","end":"2024-05-06T10:00:00Z","value":418.4,"unit":"kJ","zone":"UTC"}}"#)
+        let b = try decoder.decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"b","metric":"dietary_energy","source":"phone","start":"2024-05-06T10:00:00Z","end":"2024-05-06T10:00:00Z","value":100,"unit":"kcal","zone":"UTC"}}"#)
+        #expect(value(rollup([a, b]), "2024-05-06", metric: .dietaryEnergy) == 200)
+    }
+}

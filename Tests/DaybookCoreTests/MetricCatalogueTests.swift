@@ -54,7 +54,9 @@ import Testing
         #expect(Metric.heartRate.units.map(\.unit) == ["count/min"] && Metric.heartRate.maximumPerSample == 400)
         for metric in Metric.allCases {
             #expect(metric.definition.name == metric.rawValue)
-            #expect(metric.isCumulative == (metric.definition.aggregation == .prioritySum), "\(metric)")
+            #expect(metric.aggregation == metric.definition.aggregation, "\(metric)")
+            #expect(metric.isCumulative == (metric.aggregation != .discrete), "\(metric)")
+            #expect(metric.countsEverySample == (metric.aggregation == .sum), "\(metric)")
         }
     }
 }
@@ -95,11 +97,17 @@ import Testing
     }
 
     @Test func everyMetricEventsCarryIsACatalogueEntryInItsPlace() {
-        for (i, metric) in Metric.allCases.enumerated() {
-            #expect(metric.index == i && metric.storageCode == i && Metric(storageCode: i) == metric)
+        // The catalogue's priority_sum and sum entries and heart rate, each at its place.
+        let carried = MetricCatalogue.builtIn.indices.filter { [.prioritySum, .sum].contains(MetricCatalogue.builtIn[$0].aggregation) || $0 == 3 }
+        #expect(Metric.allCases.map(\.index) == carried)
+        for metric in Metric.allCases {
+            let i = metric.index
+            #expect(metric.storageCode == i && Metric(storageCode: i) == metric)
             #expect(Metric(rawValue: MetricCatalogue.builtIn[i].name) == metric)
             #expect(metric.debugDescription == "DaybookCore.Metric.\(Metric.swiftNames[i])")
         }
-        #expect(Metric(rawValue: "water") == nil && Metric(rawValue: "sleep") == nil, "not in events until their aggregations are built")
+        #expect(Metric.swiftNames.count == MetricCatalogue.builtIn.count)
+        #expect(Metric(rawValue: "sleep") == nil && Metric(rawValue: "resting_heart_rate") == nil, "not in events until their aggregations are built")
+        #expect(Metric(storageCode: 7) == nil, "exercise_time's place stays its own")
     }
 }
