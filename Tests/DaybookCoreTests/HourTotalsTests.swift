@@ -350,7 +350,7 @@ func expectHoursAddUp(_ hours: [HourTotal], to days: [DayTotal], in range: Close
     @Test func twoAppsLoggingWaterBothCountAndAcrossMidnightSplitProRata() {
         // Berlin (UTC+2 in May). The phone logs 300 mL over 12:00–13:00; an app 200 mL over
         // 12:30–13:30 (overlapping: under priority_sum the phone would keep 12:30–13:00 and
-        // the day would be 300 + 200 × 30/60 = 400); the watch 250 mL at 18:00 (an instant).
+        // these two would give 300 + 200 × 30/60 = 400); the watch 250 mL at 18:00 (an instant).
         // Every sample counts: 300 + 200 + 250 = 750 on 6 May. 400 mL over 23:00–01:00 gives
         // 200 to each day: 6 May 950, 7 May 200.
         let events = [
