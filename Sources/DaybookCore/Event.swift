@@ -13,41 +13,50 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     /// Whether its samples are summed over time (`priority_sum`, `sum`), not summarized
     /// (`discrete`): kept in the value, since the ledger asks for every sample.
     public let isCumulative: Bool
-    /// Whether every sample counts (`sum`: water, nutrition), not only the highest-ranked
-    /// source's over each piece of time (`priority_sum`).
-    public let countsEverySample: Bool
+    /// How its samples make its rows (the catalogue entry's).
+    public let aggregation: Aggregation
 
-    private init(_ index: UInt8, cumulative: Bool, everySample: Bool = false) {
+    private init(_ index: UInt8, _ aggregation: Aggregation) {
         code = index
-        isCumulative = cumulative
-        countsEverySample = everySample
+        isCumulative = aggregation != .discrete
+        self.aggregation = aggregation
     }
+
+    /// Whether every sample counts (`sum`: water, nutrition), not only the highest-ranked
+    /// source's over each piece of time (`priority_sum`, `duration_priority`).
+    @inline(__always)
+    public var countsEverySample: Bool { aggregation == .sum }
+
+    /// Whether a row counts the time its samples cover, in minutes, not their values
+    /// (`duration_priority`: exercise minutes, sleep).
+    @inline(__always)
+    public var countsTime: Bool { aggregation == .durationPriority }
 
     /// The catalogue entry's place, an index (0 ..< `tableSize`) for array-backed tables.
     @inline(__always)
     var index: Int { Int(code) }
 
-    public static let steps = Metric(0, cumulative: true)
-    public static let activeEnergy = Metric(1, cumulative: true)
-    public static let distance = Metric(2, cumulative: true)
-    public static let heartRate = Metric(3, cumulative: false)
-    public static let distanceCycling = Metric(4, cumulative: true)
-    public static let basalEnergy = Metric(5, cumulative: true)
-    public static let flightsClimbed = Metric(6, cumulative: true)
-    public static let water = Metric(9, cumulative: true, everySample: true)
-    public static let dietaryEnergy = Metric(10, cumulative: true, everySample: true)
-
-    /// How its samples make its rows (the catalogue entry's).
-    public var aggregation: Aggregation { countsEverySample ? .sum : isCumulative ? .prioritySum : .discrete }
+    public static let steps = Metric(0, .prioritySum)
+    public static let activeEnergy = Metric(1, .prioritySum)
+    public static let distance = Metric(2, .prioritySum)
+    public static let heartRate = Metric(3, .discrete)
+    public static let distanceCycling = Metric(4, .prioritySum)
+    public static let basalEnergy = Metric(5, .prioritySum)
+    public static let flightsClimbed = Metric(6, .prioritySum)
+    public static let exerciseTime = Metric(7, .durationPriority)
+    public static let standTime = Metric(8, .durationPriority)
+    public static let water = Metric(9, .sum)
+    public static let dietaryEnergy = Metric(10, .sum)
+    public static let sleep = Metric(16, .durationPriority)
 
     /// Entries of tables indexed by a metric's `index`: one per catalogue entry.
     static let tableSize = MetricCatalogue.builtIn.count
 
-    /// The metrics events carry, in catalogue order: every `priority_sum` and `sum` entry and
-    /// heart rate. The catalogue's other entries (sleep, resting heart rate, ...) come with
-    /// their aggregations.
+    /// The metrics events carry, in catalogue order: every `priority_sum`, `sum` and
+    /// `duration_priority` entry and heart rate. The catalogue's other discrete entries
+    /// (resting heart rate, body mass, ...) come with `latest`.
     public static let allCases: [Metric] = [.steps, .activeEnergy, .distance, .heartRate, .distanceCycling, .basalEnergy, .flightsClimbed,
-                                            .water, .dietaryEnergy]
+                                            .exerciseTime, .standTime, .water, .dietaryEnergy, .sleep]
 
     /// The name in events, rows and queries (the catalogue entry's).
     public var rawValue: String { Metric.names[index] }

@@ -177,6 +177,9 @@ enum FastEventReader {
         if name.is("flights_climbed") { return .flightsClimbed }
         if name.is("water") { return .water }
         if name.is("dietary_energy") { return .dietaryEnergy }
+        if name.is("exercise_time") { return .exerciseTime }
+        if name.is("sleep") { return .sleep }
+        if name.is("stand_time") { return .standTime }
         return nil
     }
 
@@ -198,6 +201,10 @@ enum FastEventReader {
             if unit.is("m") { return 1 }
             if unit.is("km") { return 1000 }
             return unit.is("mi") ? 1609.344 : nil
+        case .exerciseTime, .standTime, .sleep:
+            if unit.is("min") { return 1 }
+            if unit.is("s") { return 1.0 / 60 }
+            return unit.is("h") ? 60 : nil
         case .water:
             if unit.is("mL") { return 1 }
             if unit.is("L") { return 1000 }

@@ -37,7 +37,7 @@ extension HourRollup {
             var attribution = DayAttribution()
             attribution.attribute(runs: dayRuns, instants: instants.map { InstantOutcome(record: Int($0), shadowedBy: nil) },
                                   records: records, zones: zones, include: { days.contains($0) })
-            dayRows = attribution.totals(records: records)
+            dayRows = attribution.totals(records: records, countsTime: metric.countsTime)
         }
 
         // The runs and instants cut into hours (a cursor per zone: a zone's hours are found
@@ -45,6 +45,7 @@ extension HourRollup {
         // order met, its pieces pointing at it.
         // Everything the loops below write is a local of the closure (captured from outside,
         // each array's every append went through memory), handed out at its end.
+        let countsTime = metric.countsTime
         let (keys, cellEnds, cellSources, cellRaws) = s.withFields { f in
             var keys: [HourKey] = []
             var pieces: [Piece] = []
@@ -114,8 +115,8 @@ extension HourRollup {
                                     if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
                                     i += 1
                                 }
-                                let value = f.value[index]
-                                let contribution = whole ? value : value * (Double(nanos) / Double(f.end[index] - f.start[index]))
+                                let contribution = DayAttribution.contribution(value: f.value[index], start: f.start[index], end: f.end[index],
+                                                                               nanos: nanos, whole: whole, countsTime: countsTime)
                                 HourRollup.addToCell(contribution, of: f.source[index], from: first, sources: &cellSources, raws: &cellRaws)
                             }
                             HourRollup.sortCells(from: first, byRank: rank, sources: &cellSources, raws: &cellRaws)

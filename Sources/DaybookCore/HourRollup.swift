@@ -47,7 +47,7 @@ enum HourRollup {
         if anchors == nil {
             var attribution = DayAttribution()
             attribution.attribute(runs: runs, instants: instants, records: records, zones: zones, include: { days.contains($0) })
-            dayRows = attribution.totals(records: records)
+            dayRows = attribution.totals(records: records, countsTime: metric.countsTime)
         }
 
         // The same runs and instants, cut into hours. nanos == -1: an instant counted in full.
@@ -103,8 +103,8 @@ enum HourRollup {
                     if pieces[i].nanos < 0 { whole = true } else { nanos += pieces[i].nanos }
                     i += 1
                 }
-                let value = records[index].value
-                let contribution = whole ? value : value * (Double(nanos) / Double(records[index].end - records[index].start))
+                let contribution = DayAttribution.contribution(value: records[index].value, start: records[index].start, end: records[index].end,
+                                                               nanos: nanos, whole: whole, countsTime: metric.countsTime)
                 addToCell(contribution, of: records[index].source, from: first, sources: &cellSources, raws: &cellRaws)
             }
             sortCells(from: first, byRank: rank, sources: &cellSources, raws: &cellRaws)

@@ -837,7 +837,7 @@ public final class Ledger {
         let (runs, instants) = TimelineResolver(records: records, rank: { table[Int($0)] }).resolve(metric)
         var attribution = DayAttribution()
         attribution.attribute(runs: runs, instants: instants, records: records, zones: zones, include: include)
-        return attribution.totals(records: records).map { day in
+        return attribution.totals(records: records, countsTime: metric.countsTime).map { day in
             let shares = day.bySource
                 .sorted { table[Int($0.source)] < table[Int($1.source)] }
                 .map { SourceShare(source: sources[Int($0.source)], value: $0.value) }
@@ -887,7 +887,8 @@ public final class Ledger {
                     start: Instant(nanoseconds: cursor), end: Instant(nanoseconds: cursor + nanos),
                     offsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: cursor)),
                     winner: describe(run.winner), beaten: beaten.map(describe),
-                    contribution: winner.value * Double(nanos) / Double(winner.end - winner.start)))
+                    contribution: DayAttribution.contribution(value: winner.value, start: winner.start, end: winner.end, nanos: nanos,
+                                                              whole: false, countsTime: key.metric.countsTime)))
             }
         }
         for outcome in instants {

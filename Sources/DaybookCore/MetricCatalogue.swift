@@ -1,7 +1,7 @@
 /// How the samples of a metric make its day's (and hour's) row. The anchors aggregate each
 /// health type in one of these ways: Health Connect's `PriorityRecordsAggregator` and
 /// `AggregationType`, HealthKit's `cumulativeSum` and `discreteAverage`/`Min`/`Max`/`mostRecent`.
-public enum Aggregation: String, Sendable, CaseIterable {
+public enum Aggregation: String, Sendable, CaseIterable, BitwiseCopyable {
     /// Deduplicated by source priority per sub-interval, pro rata, summed by civil day and
     /// hour: steps, distance, energy burned, flights (a watch and a phone counting the same
     /// walk count it once).

@@ -252,8 +252,17 @@ struct DayAttribution {
         }
     }
 
+    /// What a sample contributes to a day or an hour: its value pro rata of the `nanos` of its
+    /// span there (or whole, an instant), or, for a metric that counts time
+    /// (`Metric.countsTime`), those minutes themselves (an instant covers none).
+    @inline(__always)
+    static func contribution(value: Double, start: Int64, end: Int64, nanos: Int64, whole: Bool, countsTime: Bool) -> Double {
+        if countsTime { return whole ? 0 : Double(nanos) / 60e9 }
+        return whole ? value : value * (Double(nanos) / Double(end - start))
+    }
+
     /// Per day: the total and per-source contributions (in source-id order).
-    func totals(records: [Record]) -> [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] {
+    func totals(records: [Record], countsTime: Bool = false) -> [(day: Int32, value: Double, bySource: [(source: Int32, value: Double)])] {
         let sorted = pieces.sorted { a, b in
             a.day != b.day ? a.day < b.day : records[a.record].precedesInSumOrder(records[b.record])
         }
@@ -272,7 +281,8 @@ struct DayAttribution {
                     if sorted[i].nanos < 0 { whole = true } else { nanos += sorted[i].nanos }
                     i += 1
                 }
-                let contribution = whole ? r.value : r.value * (Double(nanos) / Double(r.end - r.start))
+                let contribution = DayAttribution.contribution(value: r.value, start: r.start, end: r.end, nanos: nanos, whole: whole,
+                                                               countsTime: countsTime)
                 total += contribution
                 if let k = bySource.firstIndex(where: { $0.source == r.source }) {
                     bySource[k].value += contribution

@@ -60,10 +60,11 @@ public struct AppleHealthImporter {
         case missingZone
     }
 
-    /// HealthKit types Daybook totals, and their metrics: the catalogue's types
-    /// (`MetricDefinition.healthKit`) of the metrics events carry.
+    /// HealthKit types Daybook totals, and their metrics: the catalogue's quantity types
+    /// (`MetricDefinition.healthKit`) of the metrics events carry. Sleep's category records
+    /// (asleep values, no unit) wait for their own mapping: skipped and named meanwhile.
     public static let metrics: [String: Metric] = Dictionary(uniqueKeysWithValues: Metric.allCases.flatMap { metric in
-        metric.definition.healthKit.map { ($0, metric) }
+        metric.definition.healthKit.filter { $0.hasPrefix("HKQuantityTypeIdentifier") }.map { ($0, metric) }
     })
 
     public let options: Options

@@ -8,7 +8,7 @@ enum ExplainCommand: Subcommand {
     static let usage = "explain EVENTS --user USER --metric METRIC --day YYYY-MM-DD [--config FILE]"
     static let options = [
         OptionSpec(name: "--user", value: "USER", help: "The user to explain."),
-        OptionSpec(name: "--metric", value: "METRIC", help: "steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, water or dietary_energy."),
+        OptionSpec(name: "--metric", value: "METRIC", help: "steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, water, dietary_energy, exercise_time, stand_time or sleep."),
         OptionSpec(name: "--day", value: "YYYY-MM-DD", help: "The civil day (in each sample's own zone)."),
         SharedOptions.config("Configuration with the source priority (default: built-in)."),
     ]

@@ -35,9 +35,10 @@ enum ImportCommand: Subcommand {
     (read with Debian's unzip, no temporary copy), or - for standard input. The XML is
     streamed: memory does not grow with the file. Records of HKQuantityTypeIdentifier
     StepCount, DistanceWalkingRunning, DistanceCycling, ActiveEnergyBurned,
-    BasalEnergyBurned, FlightsClimbed, DietaryWater, DietaryEnergyConsumed and HeartRate
-    become sample-added events (schema 1) with the record's own unit (count; m, km, mi;
-    kcal, Cal, kJ; mL, L, fl_oz_us; count/min); other types are counted and skipped, and
+    BasalEnergyBurned, FlightsClimbed, AppleExerciseTime, AppleStandTime, DietaryWater,
+    DietaryEnergyConsumed and HeartRate become sample-added events (schema 1) with the
+    record's own unit (count; m, km, mi; kcal, Cal, kJ; min, s, h; mL, L, fl_oz_us;
+    count/min); other types are counted and skipped, and
     the summary names those the metric catalogue has (sleep, body mass, ...:
     topics/README.md) apart from the rest.
 

@@ -12,7 +12,7 @@ enum TotalsCommand: Subcommand {
     static let options = [
         SharedOptions.data(),
         OptionSpec(name: "--user", value: "U", help: "Only this user."),
-        OptionSpec(name: "--metric", value: "M", help: "Only this metric (steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, water, dietary_energy)."),
+        OptionSpec(name: "--metric", value: "M", help: "Only this metric (steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, water, dietary_energy, exercise_time, stand_time, sleep)."),
         OptionSpec(name: "--from", value: "DAY", help: "First day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--to", value: "DAY", help: "Last day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--bucket", value: "B", help: "day (default): one row per civil day; hour: one row per civil hour."),

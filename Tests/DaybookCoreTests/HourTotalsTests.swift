@@ -397,3 +397,41 @@ func expectHoursAddUp(_ hours: [HourTotal], to days: [DayTotal], in range: Close
         #expect(value(rollup([a, b]), "2024-05-06", metric: .dietaryEnergy) == 200)
     }
 }
+
+/// `duration_priority` metrics (exercise and stand minutes, sleep): a row is the time the
+/// samples cover, in minutes, each piece credited to the highest-ranked source over it.
+@Suite struct TimeCoveredTests {
+    @Test func exerciseMinutesFromTwoOverlappingSessionsCountOnce() {
+        // The watch's session 08:00–08:45 (it says 45 min), the phone's 08:30–09:00 (30 min).
+        // Covered: 08:00–09:00, 60 minutes (naive 75, max 45); the watch keeps 08:00–08:45
+        // (45), the phone 08:45–09:00 (15). One hour, 08:00: 60.
+        let events = [
+            added("w", "watch", "2024-05-06T08:00:00+02:00", "2024-05-06T08:45:00+02:00", 45, metric: .exerciseTime),
+            added("p", "phone", "2024-05-06T08:30:00+02:00", "2024-05-06T09:00:00+02:00", 30, metric: .exerciseTime),
+        ]
+        let rows = rollup(events)
+        #expect(value(rows, "2024-05-06", metric: .exerciseTime) == 60)
+        guard case .cumulative(_, let shares)? = rows["ana exercise_time 2024-05-06"]?.summary else {
+            Issue.record("no row")
+            return
+        }
+        #expect(shares.map(\.source) == ["watch", "phone"] && shares.map { ($0.value * 1e6).rounded() / 1e6 } == [45, 15])
+        let (hours, _) = HourTotalsTests().hours(events, metric: .exerciseTime, from: "2024-05-06", to: "2024-05-06")
+        #expect(HourTotalsTests().lines(hours) == ["2024-05-06T08:00:00+02:00 2024-05-06T09:00:00+02:00 60 watch=45,phone=15"],
+                "\(HourTotalsTests().lines(hours))")
+    }
+
+    @Test func aNightOfSleepSplitsAtMidnightAndItsValueDoesNotCount() {
+        // 23:00–07:00 in Berlin, whatever value it carries (here 1): 60 minutes on the 6th,
+        // 420 on the 7th. An instant covers no time: no row for it.
+        let events = [
+            added("n", "watch", "2024-05-06T23:00:00+02:00", "2024-05-07T07:00:00+02:00", 1, metric: .sleep),
+            added("i", "phone", "2024-05-08T12:00:00+02:00", "2024-05-08T12:00:00+02:00", 30, metric: .sleep),
+        ]
+        let rows = rollup(events)
+        #expect(value(rows, "2024-05-06", metric: .sleep) == 60)
+        #expect(value(rows, "2024-05-07", metric: .sleep) == 420)
+        #expect(value(rows, "2024-05-08", metric: .sleep) == nil || value(rows, "2024-05-08", metric: .sleep) == 0)
+        _ = HourTotalsTests().hours(events, metric: .sleep, from: "2024-05-06", to: "2024-05-07")
+    }
+}

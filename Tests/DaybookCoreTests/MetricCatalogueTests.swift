@@ -57,6 +57,7 @@ import Testing
             #expect(metric.aggregation == metric.definition.aggregation, "\(metric)")
             #expect(metric.isCumulative == (metric.aggregation != .discrete), "\(metric)")
             #expect(metric.countsEverySample == (metric.aggregation == .sum), "\(metric)")
+            #expect(metric.countsTime == (metric.aggregation == .durationPriority), "\(metric)")
         }
     }
 }
@@ -97,8 +98,8 @@ import Testing
     }
 
     @Test func everyMetricEventsCarryIsACatalogueEntryInItsPlace() {
-        // The catalogue's priority_sum and sum entries and heart rate, each at its place.
-        let carried = MetricCatalogue.builtIn.indices.filter { [.prioritySum, .sum].contains(MetricCatalogue.builtIn[$0].aggregation) || $0 == 3 }
+        // The catalogue's priority_sum, sum and duration_priority entries and heart rate, each at its place.
+        let carried = MetricCatalogue.builtIn.indices.filter { MetricCatalogue.builtIn[$0].aggregation != .discrete || $0 == 3 }
         #expect(Metric.allCases.map(\.index) == carried)
         for metric in Metric.allCases {
             let i = metric.index
@@ -107,7 +108,8 @@ import Testing
             #expect(metric.debugDescription == "DaybookCore.Metric.\(Metric.swiftNames[i])")
         }
         #expect(Metric.swiftNames.count == MetricCatalogue.builtIn.count)
-        #expect(Metric(rawValue: "sleep") == nil && Metric(rawValue: "resting_heart_rate") == nil, "not in events until their aggregations are built")
-        #expect(Metric(storageCode: 7) == nil, "exercise_time's place stays its own")
+        #expect(Metric(rawValue: "resting_heart_rate") == nil && Metric(rawValue: "body_mass") == nil, "not in events until latest is built")
+        #expect(Metric(storageCode: 11) == nil, "resting_heart_rate's place stays its own")
+        #expect(Metric.sleep.index == 16 && Metric.sleep.countsTime && !Metric.sleep.countsEverySample)
     }
 }
