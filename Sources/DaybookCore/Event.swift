@@ -6,21 +6,23 @@ import DaybookSupport
 /// A value of a few bytes, compared and hashed by its number: its entry's place in the
 /// catalogue, which is also its number in a shard's state store (never renumbered).
 public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Sendable, BitwiseCopyable, CustomDebugStringConvertible {
-    /// The catalogue entry's place (`MetricCatalogue.builtIn`), a dense index of `allCases`.
-    /// Two bytes in all with `isCumulative`, as the enum this was took one: a staged event
-    /// holds one (`StagedEventTests`).
+    /// The catalogue entry's place (`MetricCatalogue.builtIn`). Two bytes in all with
+    /// `aggregation` (the enum this was took one): a staged event holds one (`StagedEventTests`).
     private let code: UInt8
-    /// Whether its samples are summed over time (`priority_sum`, `sum`), not summarized
-    /// (`discrete`): kept in the value, since the ledger asks for every sample.
-    public let isCumulative: Bool
-    /// How its samples make its rows (the catalogue entry's).
+    /// How its samples make its rows: the catalogue entry's, kept in the value, since the
+    /// ledger asks for every sample.
     public let aggregation: Aggregation
 
-    private init(_ index: UInt8, _ aggregation: Aggregation) {
+    /// The metric of catalogue entry `index`.
+    private init(_ index: UInt8) {
         code = index
-        isCumulative = aggregation != .discrete
-        self.aggregation = aggregation
+        aggregation = MetricCatalogue.builtIn[Int(index)].aggregation
     }
+
+    /// Whether its samples are summed over time (`priority_sum`, `sum`, `duration_priority`),
+    /// not summarized (`discrete`).
+    @inline(__always)
+    public var isCumulative: Bool { aggregation != .discrete }
 
     /// Whether every sample counts (`sum`: water, nutrition), not only the highest-ranked
     /// source's over each piece of time (`priority_sum`, `duration_priority`).
@@ -36,18 +38,18 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     @inline(__always)
     var index: Int { Int(code) }
 
-    public static let steps = Metric(0, .prioritySum)
-    public static let activeEnergy = Metric(1, .prioritySum)
-    public static let distance = Metric(2, .prioritySum)
-    public static let heartRate = Metric(3, .discrete)
-    public static let distanceCycling = Metric(4, .prioritySum)
-    public static let basalEnergy = Metric(5, .prioritySum)
-    public static let flightsClimbed = Metric(6, .prioritySum)
-    public static let exerciseTime = Metric(7, .durationPriority)
-    public static let standTime = Metric(8, .durationPriority)
-    public static let water = Metric(9, .sum)
-    public static let dietaryEnergy = Metric(10, .sum)
-    public static let sleep = Metric(16, .durationPriority)
+    public static let steps = Metric(0)
+    public static let activeEnergy = Metric(1)
+    public static let distance = Metric(2)
+    public static let heartRate = Metric(3)
+    public static let distanceCycling = Metric(4)
+    public static let basalEnergy = Metric(5)
+    public static let flightsClimbed = Metric(6)
+    public static let exerciseTime = Metric(7)
+    public static let standTime = Metric(8)
+    public static let water = Metric(9)
+    public static let dietaryEnergy = Metric(10)
+    public static let sleep = Metric(16)
 
     /// Entries of tables indexed by a metric's `index`: one per catalogue entry.
     static let tableSize = MetricCatalogue.builtIn.count
@@ -94,9 +96,12 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     /// As the enum this was printed itself (`DaybookCore.Metric.steps`), so that dumps of
     /// events read the same (the decoder's golden answers are such dumps).
     public var debugDescription: String { "DaybookCore.Metric." + Metric.swiftNames[index] }
-    static let swiftNames = ["steps", "activeEnergy", "distance", "heartRate", "distanceCycling", "basalEnergy", "flightsClimbed",
-                             "exerciseTime", "standTime", "water", "dietaryEnergy", "restingHeartRate", "heartRateVariability",
-                             "bodyMass", "oxygenSaturation", "respiratoryRate", "sleep"]
+    /// Each entry's name in Swift: its event name in lower camel case (`active_energy` →
+    /// `activeEnergy`), as the enum's cases were named.
+    static let swiftNames: [String] = MetricCatalogue.builtIn.map { entry in
+        let words = entry.name.split(separator: "_")
+        return words.enumerated().map { i, word in i == 0 ? String(word) : word.prefix(1).uppercased() + word.dropFirst() }.joined()
+    }
 
     public init?(storageCode: Int) {
         guard let metric = Metric.allCases.first(where: { $0.index == storageCode }) else { return nil }

@@ -84,12 +84,14 @@ final class GrowingEvictedUUIDs {
     let limit: Int
 
     init(first bytes: Int, limit: Int) {
-        filters = [EvictedUUIDs(bytes: bytes)]
+        let first = EvictedUUIDs(bytes: bytes)
+        filters = [first]
+        self.bytes = first.bytes
         self.limit = limit
     }
 
     /// Bytes of all the filters.
-    private(set) lazy var bytes: Int = filters.reduce(0) { $0 + $1.bytes }
+    private(set) var bytes: Int
 
     /// The first filter's size.
     var firstBytes: Int { filters[0].bytes }
