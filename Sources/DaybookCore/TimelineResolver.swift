@@ -150,7 +150,7 @@ struct TimelineResolver {
     }
 
     /// The runs and instant outcomes of `records` under `metric`'s aggregation: deduplicated
-    /// by rank (`priority_sum`), or every sample (`sum`).
+    /// by rank (`priority_sum`, `duration_priority`), or every sample (`sum`).
     func resolve(_ metric: Metric) -> (runs: [Run], instants: [InstantOutcome]) {
         if metric.countsEverySample { return TimelineResolver.everySample(records) }
         let runs = runs()
