@@ -49,16 +49,18 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     public static let standTime = Metric(8)
     public static let water = Metric(9)
     public static let dietaryEnergy = Metric(10)
+    public static let restingHeartRate = Metric(11)
+    public static let heartRateVariability = Metric(12)
+    public static let bodyMass = Metric(13)
+    public static let oxygenSaturation = Metric(14)
+    public static let respiratoryRate = Metric(15)
     public static let sleep = Metric(16)
 
     /// Entries of tables indexed by a metric's `index`: one per catalogue entry.
     static let tableSize = MetricCatalogue.builtIn.count
 
-    /// The metrics events carry, in catalogue order: every `priority_sum`, `sum` and
-    /// `duration_priority` entry and heart rate. The catalogue's other discrete entries
-    /// (resting heart rate, body mass, ...) come with `latest`.
-    public static let allCases: [Metric] = [.steps, .activeEnergy, .distance, .heartRate, .distanceCycling, .basalEnergy, .flightsClimbed,
-                                            .exerciseTime, .standTime, .water, .dietaryEnergy, .sleep]
+    /// The metrics events carry: every catalogue entry, in catalogue order.
+    public static let allCases: [Metric] = (0..<tableSize).map { Metric(UInt8($0)) }
 
     /// The name in events, rows and queries (the catalogue entry's).
     public var rawValue: String { Metric.names[index] }

@@ -180,6 +180,11 @@ enum FastEventReader {
         if name.is("exercise_time") { return .exerciseTime }
         if name.is("sleep") { return .sleep }
         if name.is("stand_time") { return .standTime }
+        if name.is("resting_heart_rate") { return .restingHeartRate }
+        if name.is("heart_rate_variability") { return .heartRateVariability }
+        if name.is("body_mass") { return .bodyMass }
+        if name.is("oxygen_saturation") { return .oxygenSaturation }
+        if name.is("respiratory_rate") { return .respiratoryRate }
         return nil
     }
 
@@ -193,7 +198,13 @@ enum FastEventReader {
     private static func factor(_ unit: Text, of metric: Metric) -> Double? {
         switch metric {
         case .steps, .flightsClimbed: return unit.is("count") ? 1 : nil
-        case .heartRate: return unit.is("count/min") ? 1 : nil
+        case .heartRate, .restingHeartRate, .respiratoryRate: return unit.is("count/min") ? 1 : nil
+        case .heartRateVariability: return unit.is("ms") ? 1 : nil
+        case .oxygenSaturation: return unit.is("%") ? 1 : nil
+        case .bodyMass:
+            if unit.is("kg") { return 1 }
+            if unit.is("g") { return 0.001 }
+            return unit.is("lb") ? 0.45359237 : nil
         case .activeEnergy, .basalEnergy, .dietaryEnergy:
             if unit.is("kcal") || unit.is("Cal") { return 1 }
             return unit.is("kJ") ? 1 / 4.184 : nil

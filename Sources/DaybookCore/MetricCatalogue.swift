@@ -60,11 +60,9 @@ public struct MetricDefinition: Sendable, Equatable {
 }
 
 /// The built-in metric catalogue: every metric a phone records that Daybook names, with its
-/// units, bound and aggregation (issue 30). Events carry its `priority_sum`, `sum` and
-/// `duration_priority` entries and heart rate (`Metric.allCases`); the other discrete ones are
-/// named here, with their units, for the step that brings them into the event format, the
-/// store and the import (`topics/README.md` lists them all). An entry's place is its metric's
-/// number in the shards: entries are only ever added at the end.
+/// units, bound and aggregation (issue 30). Events carry every entry (`Metric.allCases`;
+/// `topics/README.md` lists them all). An entry's place is its metric's number in the
+/// shards: entries are only ever added at the end.
 public enum MetricCatalogue {
     static let energy = [MetricUnit("kcal", 1), MetricUnit("Cal", 1), MetricUnit("kJ", 1 / 4.184)]
     static let length = [MetricUnit("m", 1), MetricUnit("km", 1_000), MetricUnit("mi", 1_609.344)]

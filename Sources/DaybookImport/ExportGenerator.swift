@@ -159,7 +159,7 @@ public struct ExportGenerator {
     private mutating func otherType() -> (xml: String, truth: Truth?) {
         let start = windowStart + Int64(rng.below(windowMinutes)) * 60
         // Types the catalogue names but events do not carry yet, one it does not name, and sleep.
-        let kinds = [("HKQuantityTypeIdentifierRestingHeartRate", "count/min", "58"), ("HKQuantityTypeIdentifierBodyMass", "kg", "70.2"),
+        let kinds = [("HKQuantityTypeIdentifierBloodGlucose", "mg/dL", "92"), ("HKQuantityTypeIdentifierBodyTemperature", "degC", "36.8"),
                      ("HKQuantityTypeIdentifierBloodPressureSystolic", "mmHg", "120"), ("HKCategoryTypeIdentifierSleepAnalysis", "", "")]
         let k = kinds[rng.below(kinds.count)]
         let xml: String

@@ -90,7 +90,7 @@ import Testing
 
     /// Each refusal: its status, its code, the parameter it names.
     @Test(arguments: [
-        ("/v1/users/ana/totals?metric=body_mass&from=2024-03-30&to=2024-03-30", 400, "bad_parameter", "metric"),
+        ("/v1/users/ana/totals?metric=blood_glucose&from=2024-03-30&to=2024-03-30", 400, "bad_parameter", "metric"),
         ("/v1/users/ana/totals?from=2024-03-30&to=2024-03-30", 400, "bad_parameter", "metric"),
         ("/v1/users/ana/totals?metric=steps&from=2024-03-30&to=2024-03-30&bucket=week", 400, "bad_parameter", "bucket"),
         ("/v1/users/ana/totals?metric=steps&from=2024-03-31&to=2024-03-30", 400, "bad_parameter", "from"),
