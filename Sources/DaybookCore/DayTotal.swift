@@ -92,21 +92,30 @@ public struct SourceShare: Equatable, Sendable {
 public enum DaySummary: Equatable, Sendable {
     /// A deduplicated sum, with what each source contributed (highest-ranked first).
     case cumulative(value: Double, sources: [SourceShare])
-    /// Minimum, maximum, mean and count of every sample that starts on the day.
-    case discrete(min: Double, max: Double, average: Double, count: Int)
+    /// Minimum, maximum, mean and count of every sample that starts on the day, and the
+    /// value of the latest of them: the last by start, then end, then uuid (HealthKit's most
+    /// recent, made independent of the order samples arrived in). `latest` is nil only in a
+    /// row an older Daybook wrote, until its projector upgrades the shard.
+    case discrete(min: Double, max: Double, average: Double, count: Int, latest: Double?)
 }
 
 extension DaySummary {
     /// The figures as JSON members, as rows print them: `"value":V` for a cumulative
-    /// summary, `"min":…,"max":…,"avg":…,"count":N` for a discrete one (numbers as
-    /// `DayTotal.format`; the shares are not included).
+    /// summary, `"min":…,"max":…,"avg":…,"count":N,"latest":…` for a discrete one (numbers
+    /// as `DayTotal.format`, an unknown latest as null; the shares are not included).
     public var jsonFields: String {
         switch self {
         case .cumulative(let value, _):
             "\"value\":\(DayTotal.format(value))"
-        case .discrete(let min, let max, let average, let count):
-            "\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count)"
+        case .discrete(let min, let max, let average, let count, let latest):
+            "\"min\":\(DayTotal.format(min)),\"max\":\(DayTotal.format(max)),\"avg\":\(DayTotal.format(average)),\"count\":\(count),\"latest\":\(DayTotal.format(latest))"
         }
+    }
+
+    /// A discrete row's latest as the text renderings end it: `, latest 62`, or nothing when
+    /// an older Daybook's row does not know it.
+    public static func latestText(_ latest: Double?) -> String {
+        latest.map { ", latest \(DayTotal.format($0))" } ?? ""
     }
 }
 
@@ -123,6 +132,11 @@ public struct DayTotal: Equatable, Sendable {
     /// The JSON line `daybook rollup` prints for this row (keys in a fixed order).
     public var jsonLine: String {
         "{\"user\":\(JSONWriter.quoted(key.user)),\"metric\":\"\(key.metric.rawValue)\",\"day\":\"\(key.day)\"," + summary.jsonFields + "}"
+    }
+
+    /// `format(_:)` of a value that may be unknown; `null` when it is.
+    public static func format(_ value: Double?) -> String {
+        value.map { format($0) } ?? "null"
     }
 
     /// Rounds to 6 decimal places for output, so that 7050.000000000001 prints as 7050.

@@ -276,43 +276,44 @@ enum HourRollup {
         return out
     }
 
-    /// Heart rate: min, max, mean and count of the samples starting in each hour.
+    /// A discrete metric (heart rate, body mass, ...): min, max, mean, count and latest of
+    /// the samples starting in each hour, sorted by day, start, end and offsets.
+    ///
+    /// An hour is its instants and offsets, not its zone: two zones whose clocks agree over
+    /// it (Berlin and Paris) make one row of all its samples, whose figures are computed from
+    /// them together (the latest of both, not of whichever zone sorts last).
     static func discrete(records: [Record], zones: [ZoneRules], user: String, metric: Metric,
                                  days: ClosedRange<Int32>) -> [HourTotal] {
-        var byHour: [HourKey: [Int]] = [:]
+        var byZoneHour: [HourKey: [Int]] = [:]
         for i in records.indices {
             let r = records[i]
             let hour = zones[Int(r.zone)].hour(containing: r.start)
-            if days.contains(hour.day) { byHour[HourKey(day: hour.day, start: hour.start, end: hour.end, zone: r.zone), default: []].append(i) }
+            if days.contains(hour.day) { byZoneHour[HourKey(day: hour.day, start: hour.start, end: hour.end, zone: r.zone), default: []].append(i) }
         }
-        var out: [HourTotal] = []
-        for (key, indices) in byHour {
+        struct Clock: Hashable {
+            var day: Int32
+            var start: Int64
+            var end: Int64
+            var startOffset: Int
+            var endOffset: Int
+        }
+        var byHour: [Clock: [Int]] = [:]
+        for (key, indices) in byZoneHour {
             let rules = zones[Int(key.zone)]
-            out.append(HourTotal(
-                key: DayKey(user: user, metric: metric, day: CivilDay(number: key.day)),
-                start: Instant(nanoseconds: key.start), startOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
-                end: Instant(nanoseconds: key.end), endOffsetSeconds: rules.offsetSeconds(at: Instant(nanoseconds: key.end)),
-                summary: Record.discreteSummary(records, indices)))
+            let clock = Clock(day: key.day, start: key.start, end: key.end,
+                              startOffset: rules.offsetSeconds(at: Instant(nanoseconds: key.start)),
+                              endOffset: rules.offsetSeconds(at: Instant(nanoseconds: key.end)))
+            byHour[clock, default: []].append(contentsOf: indices)
         }
-        return mergedDiscrete(out)
-    }
-
-    /// Heart-rate rows of the same hour in two zones as one (count-weighted mean).
-    private static func mergedDiscrete(_ rows: [HourTotal]) -> [HourTotal] {
-        let sorted = rows.sorted {
-            ($0.key.day, $0.start, $0.end, $0.startOffsetSeconds, $0.endOffsetSeconds) < ($1.key.day, $1.start, $1.end, $1.startOffsetSeconds, $1.endOffsetSeconds)
+        let clocks = byHour.keys.sorted {
+            ($0.day, $0.start, $0.end, $0.startOffset, $0.endOffset) < ($1.day, $1.start, $1.end, $1.startOffset, $1.endOffset)
         }
-        var out: [HourTotal] = []
-        for row in sorted {
-            if let last = out.last, last.key.day == row.key.day, last.start == row.start, last.end == row.end,
-               last.startOffsetSeconds == row.startOffsetSeconds, last.endOffsetSeconds == row.endOffsetSeconds,
-               case .discrete(let a, let b, let c, let d) = last.summary, case .discrete(let e, let f, let g, let n) = row.summary {
-                out[out.count - 1].summary = .discrete(min: min(a, e), max: max(b, f), average: (c * Double(d) + g * Double(n)) / Double(d + n), count: d + n)
-            } else {
-                out.append(row)
-            }
+        return clocks.map { clock in
+            HourTotal(key: DayKey(user: user, metric: metric, day: CivilDay(number: clock.day)),
+                      start: Instant(nanoseconds: clock.start), startOffsetSeconds: clock.startOffset,
+                      end: Instant(nanoseconds: clock.end), endOffsetSeconds: clock.endOffset,
+                      summary: Record.discreteSummary(records, byHour[clock] ?? []))
         }
-        return out
     }
 }
 

@@ -44,9 +44,10 @@ struct Record {
         return uuid < other.uuid
     }
 
-    /// Heart rate's figures (min, max, mean, count) of the records at `indices` (not empty),
-    /// summed in the sum order so that any two computations agree to the bit: a day's row
-    /// and an hour's row alike.
+    /// A discrete metric's figures (min, max, mean, count, latest) of the records at
+    /// `indices` (not empty), summed in the sum order so that any two computations agree to
+    /// the bit: a day's row and an hour's row alike. The latest is the last in that order
+    /// (start, end, uuid): the same sample whatever order the records came in.
     static func discreteSummary(_ records: [Record], _ indices: [Int]) -> DaySummary {
         let ordered = indices.sorted { records[$0].precedesInSumOrder(records[$1]) }
         var lo = Double.infinity, hi = -Double.infinity, sum = 0.0
@@ -55,7 +56,8 @@ struct Record {
             hi = max(hi, records[i].value)
             sum += records[i].value
         }
-        return .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count)
+        return .discrete(min: lo, max: hi, average: sum / Double(ordered.count), count: ordered.count,
+                         latest: ordered.last.map { records[$0].value })
     }
 }
 

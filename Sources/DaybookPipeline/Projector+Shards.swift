@@ -133,10 +133,9 @@ extension Projector {
                               fingerprint: priority.fingerprint, lockTimeout: .zero)
         try checkCluster(shard)
         let worker = PartitionWorker(shard: shard, priority: priority, cacheBudgetBytes: options.cacheBytes)
-        let recomputed = try worker.projection.recomputeRowsBeforeVersions()
-        if recomputed > 0 {
+        if let recomputed = try worker.projection.recomputeOlderRows() {
             // Once per shard, on the first open after an upgrade: worth saying without --verbose.
-            logger.warning("partition \(partition): \(recomputed) rows written before sample versions recomputed from the shard's samples (same-rank ties now go by version, not log position)")
+            logger.warning("partition \(partition): \(recomputed.rows) rows an older Daybook wrote recomputed from the shard's samples (\(recomputed.reason))")
         }
         worker.stopOffset = projection.stopOffsets[partition]
         worker.placement = partitionCount.map { (partitioner, $0) }

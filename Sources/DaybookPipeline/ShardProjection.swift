@@ -33,16 +33,16 @@ public final class ShardProjection {
         try apply(events, deadLetters: deadLetters, rereadBelow: rereadBelow, nextPosition: nextPosition, recordingSync: true)
     }
 
-    /// Recomputes every row of a shard written before sample versions
-    /// (`Shard.holdsRowsBeforeVersions`) from its stored samples, page by page through the
+    /// Recomputes every row of a shard an older Daybook wrote (`Shard.rowsToRecompute`: before
+    /// sample versions, or before discrete rows' latest) from its stored samples, page by page through the
     /// cache (memory stays bounded), then clears the mark; nothing to do on any other
     /// shard. Each stored sample is re-read at its own position (`Ledger.reapply`), which
     /// changes no sample and recomputes every day it can touch, so the rows become what a
     /// rebuild from the log gives. Interrupted, it starts over on the next open.
-    /// - Returns: the rows recomputed (0 when there was nothing to do).
+    /// - Returns: how many rows were recomputed and why; nil when there was nothing to do.
     @discardableResult
-    public func recomputeRowsBeforeVersions(pageSize: Int = 5_000) throws -> Int {
-        guard try shard.holdsRowsBeforeVersions() else { return 0 }
+    public func recomputeOlderRows(pageSize: Int = 5_000) throws -> (rows: Int, reason: String)? {
+        guard let reason = try shard.rowsToRecompute() else { return nil }
         var cursor: Shard.SampleCursor?
         var rows = 0
         while true {
@@ -54,7 +54,7 @@ public final class ShardProjection {
             rows += try apply(events, deadLetters: [], rereadBelow: .max, nextPosition: shard.nextOffset, recordingSync: false).rows.count
         }
         try shard.markRowsRecomputed()
-        return rows
+        return (rows, reason)
     }
 
     private func apply(_ events: StagedBatch, deadLetters: [Shard.DeadLetter],

@@ -171,6 +171,15 @@ public final class Shard {
         CREATE TABLE uuid_pages (first_hash INTEGER PRIMARY KEY, entries BLOB NOT NULL);
         CREATE TABLE uuid_runs (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
         """),
+        // A discrete row's latest value (`DaySummary.discrete`): the value of the day's last
+        // sample. Rows written before it have none; meta.rows_before_latest marks a shard
+        // that holds discrete rows, and the projector recomputes its rows from its samples
+        // when it opens it (`ShardProjection.recomputeOlderRows`). Readers of a shard not yet
+        // upgraded read an unknown latest (`TotalsCursor`).
+        ("009-discrete-latest", """
+        ALTER TABLE totals ADD COLUMN latest REAL;
+        INSERT INTO meta (key, value) SELECT 'rows_before_latest', '1' FROM totals WHERE count IS NOT NULL LIMIT 1;
+        """),
     ]
 
     /// The schema `migrations` lead to, for a new shard: created in one step with every
@@ -184,7 +193,7 @@ public final class Shard {
                                updated_at TEXT NOT NULL, PRIMARY KEY (topic, partition)) WITHOUT ROWID;
         CREATE TABLE totals (user TEXT NOT NULL, metric TEXT NOT NULL, day TEXT NOT NULL,
                              value REAL, min REAL, max REAL, avg REAL, count INTEGER,
-                             updated_offset INTEGER NOT NULL, PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
+                             updated_offset INTEGER NOT NULL, latest REAL, PRIMARY KEY (user, metric, day)) WITHOUT ROWID;
         CREATE TABLE total_sources (user TEXT NOT NULL, metric TEXT NOT NULL, day TEXT NOT NULL, rank INTEGER NOT NULL,
                                     source TEXT NOT NULL, value REAL NOT NULL,
                                     PRIMARY KEY (user, metric, day, rank)) WITHOUT ROWID;
@@ -608,9 +617,9 @@ public final class Shard {
         let deleteRow = try database.statement("DELETE FROM totals WHERE user = ? AND metric = ? AND day = ?")
         let deleteSources = try database.statement("DELETE FROM total_sources WHERE user = ? AND metric = ? AND day = ?")
         let upsert = try database.statement("""
-            INSERT INTO totals (user, metric, day, value, min, max, avg, count, updated_offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO totals (user, metric, day, value, min, max, avg, count, updated_offset, latest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (user, metric, day) DO UPDATE SET value = excluded.value, min = excluded.min, max = excluded.max,
-              avg = excluded.avg, count = excluded.count, updated_offset = excluded.updated_offset
+              avg = excluded.avg, count = excluded.count, updated_offset = excluded.updated_offset, latest = excluded.latest
             """)
         let source = try database.statement("INSERT INTO total_sources (user, metric, day, rank, source, value) VALUES (?, ?, ?, ?, ?, ?)")
         for (key, total) in rows {
@@ -628,7 +637,7 @@ public final class Shard {
             switch total.summary {
             case .cumulative(let value, let shares):
                 try upsert.bind(4, value)
-                for i: Int32 in 5...8 { try upsert.bindNull(i) }
+                for i: Int32 in [5, 6, 7, 8, 10] { try upsert.bindNull(i) }
                 for (rank, share) in shares.enumerated() {
                     try source.bind(1, key.user)
                     try source.bind(2, key.metric.rawValue)
@@ -638,12 +647,13 @@ public final class Shard {
                     try source.bind(6, share.value)
                     try source.run()
                 }
-            case .discrete(let lo, let hi, let avg, let count):
+            case .discrete(let lo, let hi, let avg, let count, let latest):
                 try upsert.bindNull(4)
                 try upsert.bind(5, lo)
                 try upsert.bind(6, hi)
                 try upsert.bind(7, avg)
                 try upsert.bind(8, count)
+                if let latest { try upsert.bind(10, latest) } else { try upsert.bindNull(10) }
             }
             try upsert.bind(9, offset)
             try upsert.run()
@@ -760,19 +770,27 @@ public final class Shard {
         }
     }
 
-    // MARK: Rows from before sample versions
+    // MARK: Rows an older Daybook wrote
 
-    /// Whether the shard holds rows computed before sample versions, when same-rank ties
-    /// went to the later log position (migration 005 marks such a shard). Its samples are
-    /// right as they stand (no event had a version, and the latest add of each uuid is in
-    /// force under both rules); only the rows must be recomputed from them.
-    public func holdsRowsBeforeVersions() throws -> Bool {
-        try database.statement("SELECT 1 FROM meta WHERE key = 'rows_before_versions'").firstRow { _ in true } ?? false
+    /// Why the shard's rows must be recomputed from its samples, nil when they need not. Its
+    /// samples are right as they stand; only rows an older Daybook computed differ:
+    /// - rows computed before sample versions, when same-rank ties went to the later log
+    ///   position (migration 005 marks such a shard; no event had a version, and the latest
+    ///   add of each uuid is in force under both rules);
+    /// - discrete rows written before their latest value (migration 009 marks them).
+    public func rowsToRecompute() throws -> String? {
+        let read = try database.statement("SELECT key FROM meta WHERE key IN ('rows_before_versions', 'rows_before_latest') ORDER BY key")
+        var reasons: [String] = []
+        while try read.step() {
+            reasons.append(read.text(0) == "rows_before_latest" ? "discrete rows now carry their latest value"
+                           : "same-rank ties now go by version, not log position")
+        }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 
     /// Once every row has been recomputed from the samples.
     public func markRowsRecomputed() throws {
-        try database.execute("DELETE FROM meta WHERE key = 'rows_before_versions'")
+        try database.execute("DELETE FROM meta WHERE key IN ('rows_before_versions', 'rows_before_latest')")
     }
 
     public func deadLetterCount() throws -> Int {

@@ -208,14 +208,21 @@ public final class TotalsCursor {
             sources = nil
             return
         }
-        var sql = "SELECT user, metric, day, value, min, max, avg, count FROM totals WHERE 1 = 1"
+        var sql = "SELECT user, metric, day, value, min, max, avg, count, latest FROM totals WHERE 1 = 1"
         var binds: [String] = []
         if let u = query.user { sql += " AND user = ?"; binds.append(u) }
         if let m = query.metric { sql += " AND metric = ?"; binds.append(m.rawValue) }
         if let f = query.from { sql += " AND day >= ?"; binds.append(f.description) }
         if let t = query.to { sql += " AND day <= ?"; binds.append(t.description) }
         if ordered { sql += " ORDER BY user, metric, day" }
-        let rows = try database.statement(sql)
+        let rows: Statement
+        do {
+            rows = try database.statement(sql)
+        } catch {
+            // A shard no projector of this version has opened yet has no latest column
+            // (migration 009): its discrete rows read with an unknown latest until it does.
+            rows = try database.statement(sql.replacingOccurrences(of: "count, latest FROM", with: "count, NULL FROM"))
+        }
         for (i, b) in binds.enumerated() { try rows.bind(Int32(i + 1), b) }
         self.rows = rows
         sources = try database.statement("SELECT source, value FROM total_sources WHERE user = ? AND metric = ? AND day = ? ORDER BY rank")
@@ -231,7 +238,8 @@ public final class TotalsCursor {
         }
         let key = DayKey(user: rows.text(0), metric: metric, day: day)
         guard metric.isCumulative else {
-            return DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7))))
+            return DayTotal(key: key, summary: .discrete(min: rows.double(4), max: rows.double(5), average: rows.double(6), count: Int(rows.int64(7)),
+                                                         latest: rows.isNull(8) ? nil : rows.double(8)))
         }
         var shares: [SourceShare] = []
         sources.reset()

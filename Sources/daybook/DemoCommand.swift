@@ -233,7 +233,8 @@ enum DemoCommand: Subcommand {
         switch total?.summary {
         case nil: return "no data"
         case .cumulative(let v, _)?: return NumberText.grouped(v)
-        case .discrete(let lo, let hi, let avg, let n)?: return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) (\(n))"
+        case .discrete(let lo, let hi, let avg, let n, let latest)?:
+            return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) (\(n))" + DaySummary.latestText(latest)
         }
     }
 

@@ -69,8 +69,8 @@ enum ExplainCommand: Subcommand {
         case .cumulative(let value, let sources)?:
             let parts = sources.map { "\(shown($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
             out.line("total: \(DayTotal.format(value))  (\(parts))")
-        case .discrete(let lo, let hi, let avg, let count)?:
-            out.line("min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), count \(count)")
+        case .discrete(let lo, let hi, let avg, let count, let latest)?:
+            out.line("min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), count \(count)" + DaySummary.latestText(latest))
         }
         try out.flush()
         return rejected == 0 ? ExitCode.ok : ExitCode.dataError

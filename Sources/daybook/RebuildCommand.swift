@@ -271,7 +271,8 @@ enum DiffCommand: Subcommand {
         guard let t else { return "no row" }
         switch t.summary {
         case .cumulative(let v, _): return DayTotal.format(v)
-        case .discrete(let lo, let hi, let avg, let n): return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) n \(n)"
+        case .discrete(let lo, let hi, let avg, let n, let latest):
+            return "min \(DayTotal.format(lo)) max \(DayTotal.format(hi)) avg \(DayTotal.format(avg)) n \(n) latest \(latest.map { DayTotal.format($0) } ?? "unknown")"
         }
     }
 
@@ -279,8 +280,8 @@ enum DiffCommand: Subcommand {
         guard let t else { return "null" }
         switch t.summary {
         case .cumulative(let v, _): return DayTotal.format(v)
-        case .discrete(let lo, let hi, let avg, let n):
-            return "{\"min\":\(DayTotal.format(lo)),\"max\":\(DayTotal.format(hi)),\"avg\":\(DayTotal.format(avg)),\"count\":\(n)}"
+        case .discrete:
+            return "{" + t.summary.jsonFields + "}"
         }
     }
 }
@@ -308,8 +309,8 @@ enum CompareRun {
         switch t.summary {
         case .cumulative(let v, let shares):
             return DayTotal.format(v) + " (" + shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ") + ")"
-        case .discrete(let lo, let hi, let avg, let n):
-            return "min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples"
+        case .discrete(let lo, let hi, let avg, let n, let latest):
+            return "min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest)
         }
     }
 }

@@ -18,7 +18,7 @@ enum RollupCommand: Subcommand {
     or - for standard input, read in log order. Prints one JSON line per (user, metric,
     day) that has data, sorted by user, metric and day:
       {"user":"u1","metric":"steps","day":"2024-03-02","value":7050}
-      {"user":"u1","metric":"heart_rate","day":"2024-03-02","min":52,"max":141,"avg":78.5,"count":96}
+      {"user":"u1","metric":"heart_rate","day":"2024-03-02","min":52,"max":141,"avg":78.5,"count":96,"latest":64}
     Days without data print nothing (never a zero). Rejected lines are reported on stderr
     as 'line N: field: reason' as they are read; the other lines are still rolled up.
     Standard input and pipes are streamed, so memory does not grow with the input; a line

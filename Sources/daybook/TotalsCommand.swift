@@ -12,7 +12,7 @@ enum TotalsCommand: Subcommand {
     static let options = [
         SharedOptions.data(),
         OptionSpec(name: "--user", value: "U", help: "Only this user."),
-        OptionSpec(name: "--metric", value: "M", help: "Only this metric (steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, water, dietary_energy, exercise_time, stand_time, sleep)."),
+        OptionSpec(name: "--metric", value: "M", help: "Only this metric (steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, exercise_time, stand_time, water, dietary_energy, resting_heart_rate, heart_rate_variability, body_mass, oxygen_saturation, respiratory_rate, sleep)."),
         OptionSpec(name: "--from", value: "DAY", help: "First day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--to", value: "DAY", help: "Last day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--bucket", value: "B", help: "day (default): one row per civil day; hour: one row per civil hour."),
@@ -41,18 +41,18 @@ enum TotalsCommand: Subcommand {
     winner's own zone, pro rata, as days are split across civil days, and an hour is named
     by its local start with the offset then in force (a fall-back night has two 01:00 rows,
     01:00-04:00 and 01:00-05:00; a spring night has no 02:00 row). The hours of a day add
-    up to the day's total exactly, each hour's shares to its value; heart rate's hours
-    count the samples starting in them. An hour without data is no row; unknown days are
-    not shown. json prints {"user","metric","day","start","end","value"} (or min, max,
-    avg, count) per hour; csv has the columns
-    user,metric,day,start,end,value,min,max,avg,count,sources.
+    up to the day's total exactly, each hour's shares to its value; a discrete metric's
+    hours (heart rate, body mass, ...) summarize the samples starting in them. An hour
+    without data is no row; unknown days are not shown. json prints
+    {"user","metric","day","start","end","value"} (or min, max, avg, count, latest) per
+    hour; csv has the columns user,metric,day,start,end,value,min,max,avg,count,sources,latest.
 
     CSV follows RFC 4180 and keeps the bytes: a field with a comma, quote, CR or LF is
     quoted, its quotes doubled. The text cells — user, sources, unknown — are data from the
     log: one that would start with =, +, -, @, tab or CR gets a ' in front (OWASP's advice
     against CSV injection: a spreadsheet must not run a user id as a formula), and so does
     one starting with ', so to read a cell back drop one leading ' if there is one. The
-    numeric cells (value, min, max, avg, count) are never altered. sources is the day's
+    numeric cells (value, min, max, avg, count, latest) are never altered. sources is the day's
     shares in ranking order, watch=3000;phone=4050, and unknown the silent sources,
     watch;phone; in a name, \\, ; and = are written \\\\, \\; and \\=, so both parse back
     (split at each ; not after a \\, then at the first = not after a \\).
@@ -124,7 +124,8 @@ enum TotalsCommand: Subcommand {
                 }
             }
         case "csv":
-            out.line("user,metric,day,value,min,max,avg,count,sources,unknown")
+            // latest last: the columns before it are where they were before it came.
+            out.line("user,metric,day,value,min,max,avg,count,sources,unknown,latest")
             for group in groups {
                 group.forEachDay(everyDay: false) { day, row, unknown in
                     guard row != nil || !unknown.isEmpty else { return }
@@ -133,11 +134,11 @@ enum TotalsCommand: Subcommand {
                     switch row?.summary {
                     case .cumulative(let v, let shares)?:
                         let s = TerminalText.csvList(shares.map { ($0.source, DayTotal.format($0.value)) })
-                        out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(silent)")
-                    case .discrete(let lo, let hi, let avg, let n)?:
-                        out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(silent)")
+                        out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),\(silent),")
+                    case .discrete(let lo, let hi, let avg, let n, let latest)?:
+                        out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(silent),\(latest.map { DayTotal.format($0) } ?? "")")
                     case nil:
-                        out.line("\(lead),,,,,,,\(silent)")
+                        out.line("\(lead),,,,,,,\(silent),")
                     }
                 }
             }
@@ -155,15 +156,15 @@ enum TotalsCommand: Subcommand {
         case "json":
             for row in rows { out.line(row.jsonLine) }
         case "csv":
-            out.line("user,metric,day,start,end,value,min,max,avg,count,sources")
+            out.line("user,metric,day,start,end,value,min,max,avg,count,sources,latest")
             for row in rows {
                 let lead = "\(TerminalText.csvField(row.key.user)),\(row.key.metric.rawValue),\(row.key.day),\(row.startText),\(row.endText)"
                 switch row.summary {
                 case .cumulative(let v, let shares):
                     let s = TerminalText.csvList(shares.map { ($0.source, DayTotal.format($0.value)) })
-                    out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s))")
-                case .discrete(let lo, let hi, let avg, let n):
-                    out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),")
+                    out.line("\(lead),\(DayTotal.format(v)),,,,,\(TerminalText.csvField(s)),")
+                case .discrete(let lo, let hi, let avg, let n, let latest):
+                    out.line("\(lead),,\(DayTotal.format(lo)),\(DayTotal.format(hi)),\(DayTotal.format(avg)),\(n),,\(latest.map { DayTotal.format($0) } ?? "")")
                 }
             }
         default:
@@ -182,8 +183,8 @@ enum TotalsCommand: Subcommand {
                 case .cumulative(let v, let shares):
                     let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                     out.line("  \(span)  \(NumberText.rightAligned(DayTotal.format(v), 12))  \(parts)")
-                case .discrete(let lo, let hi, let avg, let n):
-                    out.line("  \(span)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples")
+                case .discrete(let lo, let hi, let avg, let n, let latest):
+                    out.line("  \(span)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest))
                 }
             }
         }
@@ -209,8 +210,8 @@ enum TotalsCommand: Subcommand {
                 case .cumulative(let v, let shares)?:
                     let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                     out.line("  \(day)  \(NumberText.rightAligned(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
-                case .discrete(let lo, let hi, let avg, let n)?:
-                    out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
+                case .discrete(let lo, let hi, let avg, let n, let latest)?:
+                    out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest) + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case nil:
                     out.line("  \(day)  \(NumberText.rightAligned(unknown.isEmpty ? "no data" : "unknown", 12))" + (silent.isEmpty ? "" : "  \(silent)"))
                 }

@@ -438,7 +438,7 @@ import Testing
     @Test func heartRateSummarizesEverySampleByStartDay() {
         // Berlin 05-06: 60 (watch), 90 (phone, same instant: no dedupe for heart rate), 120 (interval
         // 23:50 → 05-07 00:10 counts on its start day). min 60, max 120, avg 90, count 3.
-        // 05-07: 70 → one row with count 1.
+        // 05-07: 70 → one row with count 1. Latest: 120 on 05-06 (h3 starts last), 70 on 05-07.
         let events = [
             added("h1", "watch", "2024-05-06T10:00:00+02:00", "2024-05-06T10:00:00+02:00", 60, metric: .heartRate),
             added("h2", "phone", "2024-05-06T10:00:00+02:00", "2024-05-06T10:00:00+02:00", 90, metric: .heartRate),
@@ -446,9 +446,9 @@ import Testing
             added("h4", "watch", "2024-05-07T08:00:00+02:00", "2024-05-07T08:00:00+02:00", 70, metric: .heartRate),
         ]
         let rows = rollup(events)
-        #expect(rows["ana heart_rate 2024-05-06"]?.summary == .discrete(min: 60, max: 120, average: 90, count: 3))
-        #expect(rows["ana heart_rate 2024-05-07"]?.summary == .discrete(min: 70, max: 70, average: 70, count: 1))
-        #expect(rows["ana heart_rate 2024-05-06"]?.jsonLine == #"{"user":"ana","metric":"heart_rate","day":"2024-05-06","min":60,"max":120,"avg":90,"count":3}"#)
+        #expect(rows["ana heart_rate 2024-05-06"]?.summary == .discrete(min: 60, max: 120, average: 90, count: 3, latest: 120))
+        #expect(rows["ana heart_rate 2024-05-07"]?.summary == .discrete(min: 70, max: 70, average: 70, count: 1, latest: 70))
+        #expect(rows["ana heart_rate 2024-05-06"]?.jsonLine == #"{"user":"ana","metric":"heart_rate","day":"2024-05-06","min":60,"max":120,"avg":90,"count":3,"latest":120}"#)
     }
 
     @Test func usersAreIndependent() {

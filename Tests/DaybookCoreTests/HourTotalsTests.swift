@@ -32,8 +32,8 @@ func printed(_ value: Double) -> Decimal { Decimal(string: DayTotal.format(value
             switch h.summary {
             case .cumulative(let v, let shares):
                 return "\(h.startText) \(h.endText) \(DayTotal.format(v)) " + shares.map { "\($0.source)=\(DayTotal.format($0.value))" }.joined(separator: ",")
-            case .discrete(let lo, let hi, let avg, let n):
-                return "\(h.startText) \(h.endText) \(DayTotal.format(lo))/\(DayTotal.format(hi))/\(DayTotal.format(avg))/\(n)"
+            case .discrete(let lo, let hi, let avg, let n, let latest):
+                return "\(h.startText) \(h.endText) \(DayTotal.format(lo))/\(DayTotal.format(hi))/\(DayTotal.format(avg))/\(n) latest \(DayTotal.format(latest))"
             }
         }
     }
@@ -64,17 +64,18 @@ func printed(_ value: Double) -> Decimal { Decimal(string: DayTotal.format(value
 
     @Test func heartRateCountsInTheHourHoldingEachSample() {
         // The repeated hour again: 80 and 90 bpm in 01:00-04:00, 70 in 01:00-05:00. Day: 3
-        // samples, min 70, max 90, avg 80; the hours' counts 2 + 1 = 3.
+        // samples, min 70, max 90, avg 80, latest 70 (c, 06:10Z, after b's 05:20Z); the hours'
+        // counts 2 + 1 = 3, latest 90 (b) and 70.
         let events = [
             added("a", "watch", "2026-11-01T01:10:00-04:00", "2026-11-01T01:10:00-04:00", 80, metric: .heartRate, zone: "America/New_York"),
             added("b", "phone", "2026-11-01T01:20:00-04:00", "2026-11-01T01:20:00-04:00", 90, metric: .heartRate, zone: "America/New_York"),
             added("c", "watch", "2026-11-01T01:10:00-05:00", "2026-11-01T01:10:00-05:00", 70, metric: .heartRate, zone: "America/New_York"),
         ]
         let (hours, days) = hours(events, metric: .heartRate, from: "2026-11-01", to: "2026-11-01")
-        #expect(days.map(\.jsonLine) == [#"{"user":"ana","metric":"heart_rate","day":"2026-11-01","min":70,"max":90,"avg":80,"count":3}"#])
+        #expect(days.map(\.jsonLine) == [#"{"user":"ana","metric":"heart_rate","day":"2026-11-01","min":70,"max":90,"avg":80,"count":3,"latest":70}"#])
         #expect(lines(hours) == [
-            "2026-11-01T01:00:00-04:00 2026-11-01T01:00:00-05:00 80/90/85/2",
-            "2026-11-01T01:00:00-05:00 2026-11-01T02:00:00-05:00 70/70/70/1",
+            "2026-11-01T01:00:00-04:00 2026-11-01T01:00:00-05:00 80/90/85/2 latest 90",
+            "2026-11-01T01:00:00-05:00 2026-11-01T02:00:00-05:00 70/70/70/1 latest 70",
         ])
     }
 
@@ -331,15 +332,19 @@ func expectHoursAddUp(_ hours: [HourTotal], to days: [DayTotal], in range: Close
                 return total + printed(v)
             }
             #expect(sum == printed(value), "\(day.jsonLine): its hours add up to \(sum)", sourceLocation: sourceLocation)
-        case .discrete(let lo, let hi, _, let count):
-            var n = 0, low = Double.infinity, high = -Double.infinity
+        case .discrete(let lo, let hi, _, let count, let latest):
+            // The day's latest is the latest of one of its hours (the one its latest sample
+            // starts in; not always the last to start, when zones of other offsets overlap).
+            var n = 0, low = Double.infinity, high = -Double.infinity, latests: [Double?] = []
             for h in rows {
-                guard case .discrete(let a, let b, _, let c) = h.summary else { continue }
+                guard case .discrete(let a, let b, _, let c, let l) = h.summary else { continue }
                 n += c
                 low = min(low, a)
                 high = max(high, b)
+                latests.append(l)
             }
-            #expect(n == count && low == lo && high == hi, "\(day.jsonLine): hours count \(n), \(low)–\(high)", sourceLocation: sourceLocation)
+            #expect(n == count && low == lo && high == hi && latests.contains(latest),
+                    "\(day.jsonLine): hours count \(n), \(low)–\(high), latests \(latests)", sourceLocation: sourceLocation)
         }
     }
 }

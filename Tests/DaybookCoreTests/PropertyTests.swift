@@ -22,8 +22,8 @@ import Testing
             switch (row.summary, want) {
             case (.cumulative(let v, _), .cumulative(let w, _)):
                 #expect(abs(v - w) <= 1e-6 * max(1, abs(w)), "\(row.key): \(v) vs reference \(w) (seed \(seed))")
-            case (.discrete(let a, let b, let c, let d), .discrete(let e, let f, let g, let h)):
-                #expect(a == e && b == f && abs(c - g) < 1e-9 && d == h, "\(row.key) (seed \(seed))")
+            case (.discrete(let a, let b, let c, let d, let l), .discrete(let e, let f, let g, let h, let m)):
+                #expect(a == e && b == f && abs(c - g) < 1e-9 && d == h && l == m, "\(row.key) (seed \(seed))")
             default:
                 Issue.record("\(row.key): kinds differ (seed \(seed))")
             }
@@ -101,8 +101,8 @@ extension DayTotal {
         guard key == other.key else { return false }
         switch (summary, other.summary) {
         case (.cumulative(let a, _), .cumulative(let b, _)): return abs(a - b) <= 1e-9 * max(1, abs(b))
-        case (.discrete(let a, let b, let c, let d), .discrete(let e, let f, let g, let h)):
-            return a == e && b == f && abs(c - g) <= 1e-9 * max(1, abs(g)) && d == h
+        case (.discrete(let a, let b, let c, let d, let l), .discrete(let e, let f, let g, let h, let m)):
+            return a == e && b == f && abs(c - g) <= 1e-9 * max(1, abs(g)) && d == h && l == m
         default: return false
         }
     }
@@ -134,15 +134,18 @@ struct LogGenerator {
         var deletedUUIDs: [(String, String)] = []
 
         func fresh(user: String, uuid: String) -> Sample {
-            let metricRoll = rng.below(10)
-            let metric: Metric = metricRoll < 6 ? .steps : metricRoll < 8 ? .distance : .heartRate
+            // Every aggregation: priority_sum (steps, distance), sum (water), duration_priority
+            // (exercise time) and discrete (heart rate, resting heart rate).
+            let metricRoll = rng.below(20)
+            let metric: Metric = metricRoll < 8 ? .steps : metricRoll < 11 ? .distance : metricRoll < 13 ? .water
+                : metricRoll < 15 ? .exerciseTime : metricRoll < 18 ? .heartRate : .restingHeartRate
             let source = LogGenerator.sources[rng.below(LogGenerator.sources.count)]
             let zone = rng.below(5) == 0 ? LogGenerator.zones[rng.below(LogGenerator.zones.count)]
                 : LogGenerator.zones[user == "u1" ? 0 : 2 + Int(windowStart / 86_400 % 3)]
             let start = windowStart + Int64(rng.below(minutes)) * 60
             let length: Int64 = rng.below(5) == 0 ? 0 : Int64(1 + (rng.below(4) == 0 ? rng.below(2000) : rng.below(240))) * 60
             var value = Double(rng.below(1000))
-            if metric == .heartRate { value += 30 }
+            if !metric.isCumulative { value += 30 }
             return Sample(user: user, uuid: uuid, metric: metric, source: source,
                           start: Instant(seconds: start), end: Instant(seconds: start + length), value: value, zone: zone)
         }
@@ -165,7 +168,7 @@ struct LogGenerator {
                 if moved.metric.isCumulative == s.metric.isCumulative {
                     s = moved
                 } else {
-                    s.value = Double(rng.below(1000)) + (s.metric == .heartRate ? 30 : 0)
+                    s.value = Double(rng.below(1000)) + (s.metric.isCumulative ? 0 : 30)
                 }
                 let versionRoll = rng.below(10)
                 s.version = versionRoll < 5 ? version + 1 + Int64(rng.below(3)) : versionRoll < 8 ? version : max(0, version - 1)
@@ -256,6 +259,7 @@ struct Reference {
         }
         var sums: [String: Double] = [:]
         var heart: [String: [(Int, Double)]] = [:]
+        var latest: [String: Sample] = [:]
         let all = Array(live.values)
         // Rank, then version, start, end, value, uuid bytes: never the log position.
         func better(_ a: (sample: Sample, seq: Int), _ b: (sample: Sample, seq: Int)) -> Bool {
@@ -275,19 +279,29 @@ struct Reference {
                     for m in mine {
                         let k = "\(user)/\(metric.rawValue)/\(day(m.sample.start.nanoseconds / 1_000_000_000, m.sample.zone))"
                         heart[k, default: []].append((m.seq, m.sample.value))
+                        // The latest: the sample last by start, then end, then uuid.
+                        if let l = latest[k], (l.start, l.end, l.uuid) >= (m.sample.start, m.sample.end, m.sample.uuid) {} else { latest[k] = m.sample }
                     }
                     continue
                 }
+                // priority_sum: the best covering sample's value pro rata; sum: every covering
+                // sample's; duration_priority: the minute itself, to the best's day.
+                let everySample = metric.countsEverySample, countsTime = metric.countsTime
                 let intervals = mine.filter { !$0.sample.isInstant }
                 let lo = mine.map { $0.sample.start.nanoseconds / 1_000_000_000 }.min()!
                 let hi = mine.map { $0.sample.end.nanoseconds / 1_000_000_000 }.max()!
                 var t = lo
                 while t < hi {
                     let covering = intervals.filter { $0.sample.start.nanoseconds / 1_000_000_000 <= t && t < $0.sample.end.nanoseconds / 1_000_000_000 }
-                    if var best = covering.first {
+                    if everySample {
+                        for c in covering {
+                            let minutes = Double(c.sample.end.nanoseconds - c.sample.start.nanoseconds) / 60e9
+                            sums["\(user)/\(metric.rawValue)/\(day(t, c.sample.zone))", default: 0] += c.sample.value / minutes
+                        }
+                    } else if var best = covering.first {
                         for c in covering.dropFirst() where better(c, best) { best = c }
                         let minutes = Double(best.sample.end.nanoseconds - best.sample.start.nanoseconds) / 60e9
-                        sums["\(user)/\(metric.rawValue)/\(day(t, best.sample.zone))", default: 0] += best.sample.value / minutes
+                        sums["\(user)/\(metric.rawValue)/\(day(t, best.sample.zone))", default: 0] += countsTime ? 1 : best.sample.value / minutes
                     }
                     t += 60
                 }
@@ -298,8 +312,10 @@ struct Reference {
                             && priority.ranks($0.sample.source, above: p.sample.source, for: metric)
                     }
                     let outranked = mine.contains { $0.sample.isInstant && $0.sample.start == at && $0.sample.uuid != p.sample.uuid && better($0, p) }
-                    if !shadowedByInterval && !outranked {
-                        sums["\(user)/\(metric.rawValue)/\(day(at.nanoseconds / 1_000_000_000, p.sample.zone))", default: 0] += p.sample.value
+                    // sum: every instant counts; duration_priority: a counted instant covers no
+                    // time, but its day has a row (of 0).
+                    if everySample || (!shadowedByInterval && !outranked) {
+                        sums["\(user)/\(metric.rawValue)/\(day(at.nanoseconds / 1_000_000_000, p.sample.zone))", default: 0] += countsTime ? 0 : p.sample.value
                     }
                 }
             }
@@ -307,7 +323,7 @@ struct Reference {
         var out: [String: DaySummary] = sums.mapValues { .cumulative(value: $0, sources: []) }
         for (k, values) in heart {
             let v = values.sorted { $0.0 < $1.0 }.map(\.1)
-            out[k] = .discrete(min: v.min()!, max: v.max()!, average: v.reduce(0, +) / Double(v.count), count: v.count)
+            out[k] = .discrete(min: v.min()!, max: v.max()!, average: v.reduce(0, +) / Double(v.count), count: v.count, latest: latest[k]?.value)
         }
         return out
     }

@@ -55,11 +55,12 @@ struct Daybook {
     """
 
     @Test func rollsUpTheWorkedExample() throws {
-        // 3000 + 5400 × 45/60 = 7050 steps; heart rate 80 and 91: min 80, max 91, avg 85.5.
+        // 3000 + 5400 × 45/60 = 7050 steps; heart rate 80 and 91: min 80, max 91, avg 85.5, and
+        // latest 91: both start at 09:15 and end there, so the uuid decides (h2 after h1).
         let r = try Daybook.run(["rollup", try scratch.file(Self.workedExample)])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == """
-        {"user":"ana","metric":"heart_rate","day":"2024-03-02","min":80,"max":91,"avg":85.5,"count":2}
+        {"user":"ana","metric":"heart_rate","day":"2024-03-02","min":80,"max":91,"avg":85.5,"count":2,"latest":91}
         {"user":"ana","metric":"steps","day":"2024-03-02","value":7050}
 
         """)

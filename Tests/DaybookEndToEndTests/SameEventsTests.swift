@@ -157,12 +157,12 @@ import Testing
         // stay two different rows; "'quoted" gets a ' too, so that one leading ' is always ours;
         // the sources cell escapes = ; \ in names; none of it written as \u{A}.
         #expect(r.stdout == """
-        user,metric,day,value,min,max,avg,count,sources,unknown
-        "''quoted",steps,2024-03-02,900,,,,,watch=500;-x\\=1\\;y\\\\z=400,
-        "'=HYPERLINK(""http://x"",""y"")",steps,2024-03-02,300,,,,,watch=300,
-        "a\nb",steps,2024-03-02,100,,,,,watch=100,
-        a\\u{A}b,steps,2024-03-02,200,,,,,watch=200,
-        solo,steps,2024-03-02,600,,,,,"'-x\\=1\\;y\\\\z=600",
+        user,metric,day,value,min,max,avg,count,sources,unknown,latest
+        "''quoted",steps,2024-03-02,900,,,,,watch=500;-x\\=1\\;y\\\\z=400,,
+        "'=HYPERLINK(""http://x"",""y"")",steps,2024-03-02,300,,,,,watch=300,,
+        "a\nb",steps,2024-03-02,100,,,,,watch=100,,
+        a\\u{A}b,steps,2024-03-02,200,,,,,watch=200,,
+        solo,steps,2024-03-02,600,,,,,"'-x\\=1\\;y\\\\z=600",,
 
         """, "\(r.stdout)")
         // Read back: every user id and every source name exactly.

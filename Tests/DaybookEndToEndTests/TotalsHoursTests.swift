@@ -55,8 +55,8 @@ import Testing
         let csv = try Daybook.run(args + ["--format", "csv"])
         #expect(csv.status == 0, "\(csv.stderr)")
         let lines = csv.stdout.split(separator: "\n")
-        #expect(lines.first == "user,metric,day,start,end,value,min,max,avg,count,sources")
-        #expect(lines[4] == "ana,steps,2026-11-01,2026-11-01T02:00:00-05:00,2026-11-01T03:00:00-05:00,450,,,,,watch=150;phone=300")
+        #expect(lines.first == "user,metric,day,start,end,value,min,max,avg,count,sources,latest")
+        #expect(lines[4] == "ana,steps,2026-11-01,2026-11-01T02:00:00-05:00,2026-11-01T03:00:00-05:00,450,,,,,watch=150;phone=300,")
         #expect(lines.count == 6)
 
         let table = try Daybook.run(args)

@@ -81,7 +81,7 @@ import Testing
         #expect(cumulative(rows["steps 2024-07-20"]) == 3000)        // a New York day
         #expect(cumulative(rows["distance 2024-07-15"]) == 2268.224) // 800 m + 0.5 mi × 5/15 + 1200 m
         #expect(cumulative(rows["active_energy 2024-07-15"]) == 250) // 50 kcal (not the phone's 40 Cal) + 836.8 kJ
-        #expect(rows["heart_rate 2024-07-15"] == .discrete(min: 72, max: 80, average: 76, count: 2))
+        #expect(rows["heart_rate 2024-07-15"] == .discrete(min: 72, max: 80, average: 76, count: 2, latest: 80))
         #expect(rows.count == 7)
 
         // What a naive importer would print: every record summed (re-synced ones once), or the largest.

@@ -68,8 +68,9 @@ import Testing
         try rig.project(into: dir)
         let expected = try PipelineRig.rows(dir)
         #expect(expected == PipelineRig.rollup(events))
-        // ana's heart rate: min 70, max 90, average (70 + 90) / 2 = 80 over 2 samples.
-        #expect(expected.first { $0.key.user == "ana" && $0.key.metric == .heartRate }?.summary == .discrete(min: 70, max: 90, average: 80, count: 2))
+        // ana's heart rate: min 70, max 90, average (70 + 90) / 2 = 80 over 2 samples; latest
+        // 90, the 08:20 sample's.
+        #expect(expected.first { $0.key.user == "ana" && $0.key.metric == .heartRate }?.summary == .discrete(min: 70, max: 90, average: 80, count: 2, latest: 90))
 
         let anaPartition = Partitioner.default.partition(ofKey: Array("ana".utf8), count: 2)
         let otherPath = try PipelineRig.shard(dir, partition: 1 - anaPartition)

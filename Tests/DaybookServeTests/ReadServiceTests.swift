@@ -36,9 +36,9 @@ import Testing
     @Test func heartRateRowsAreSummaries() throws {
         let fixture = try ServeFixture()
         let response = try fixture.service().handle(get("/v1/users/ana/totals?metric=heart_rate&from=2024-03-30&to=2024-03-30"))
-        // 60 and 90: min 60, max 90, avg (60 + 90) / 2 = 75, count 2.
+        // 60 at 08:30 and 90 at 08:40: min 60, max 90, avg (60 + 90) / 2 = 75, count 2, latest 90.
         #expect(response.status == 200)
-        #expect(response.text.contains(#""rows":[{"day":"2024-03-30","min":60,"max":90,"avg":75,"count":2}]"#))
+        #expect(response.text.contains(#""rows":[{"day":"2024-03-30","min":60,"max":90,"avg":75,"count":2,"latest":90}]"#))
     }
 
     @Test func anUnknownUserIsNoRows() throws {
@@ -65,7 +65,7 @@ import Testing
         #expect(response.text.contains(#""bucket":"hour","rows":[{"day":"2024-03-30","start":"2024-03-30T08:00:00+00:00","end":"2024-03-30T09:00:00+00:00","value":3000,"sources":[{"source":"watch","value":3000}]},{"day":"2024-03-30","start":"2024-03-30T09:00:00+00:00","end":"2024-03-30T10:00:00+00:00","value":1350,"sources":[{"source":"phone","value":1350}]},{"day":"2024-03-31","start":"2024-03-31T10:00:00+00:00","end":"2024-03-31T11:00:00+00:00","value":2000"#), "\(response.text)")
         // Heart rate: the two readings (60 at 08:30, 90 at 08:40) share the 08:00 hour.
         let heart = service.handle(get("/v1/users/ana/totals?metric=heart_rate&from=2024-03-30&to=2024-03-30&bucket=hour"))
-        #expect(heart.text.contains(#""min":60,"max":90,"avg":75,"count":2"#), "\(heart.text)")
+        #expect(heart.text.contains(#""min":60,"max":90,"avg":75,"count":2,"latest":90"#), "\(heart.text)")
     }
 
     /// Explain over the shard: the watch wins 08:00-09:00 (3000), beating the phone from

@@ -140,8 +140,8 @@ import Testing
                         == [false, true, false])
                 #expect(hours.filter { $0.contains(#""day":"2024-07-01""#) }.map { $0.components(separatedBy: #""value":"#).last ?? "" } == ["600}", "40}"])
             } else {
-                #expect(days == [#"{"user":"ana","metric":"heart_rate","day":"2026-11-01","min":70,"max":90,"avg":80,"count":3}"#])
-                #expect(hours.map { $0.components(separatedBy: #""min":"#).last ?? "" } == ["80,\"max\":90,\"avg\":85,\"count\":2}", "70,\"max\":70,\"avg\":70,\"count\":1}"])
+                #expect(days == [#"{"user":"ana","metric":"heart_rate","day":"2026-11-01","min":70,"max":90,"avg":80,"count":3,"latest":70}"#])
+                #expect(hours.map { $0.components(separatedBy: #""min":"#).last ?? "" } == ["80,\"max\":90,\"avg\":85,\"count\":2,\"latest\":90}", "70,\"max\":70,\"avg\":70,\"count\":1,\"latest\":70}"])
             }
         }
     }
