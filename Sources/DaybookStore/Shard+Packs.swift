@@ -13,12 +13,31 @@ extension Shard {
     /// The uuid index place that says "`tombstones` may hold a uuid of this hash".
     static let tombstonePlace: Int64 = 0
 
-    /// A pack's (metric, UTC day) as one integer of the uuid index (32 bits in an entry).
-    static func place(metric: Int, day: Int64) -> Int64 { day << 3 | Int64(metric + 1) }
+    /// The metric numbers a place can hold: 0 ..< `placeMetrics` (`place(metric:day:)`).
+    static let placeMetrics = 38
+
+    /// A pack's (metric, UTC day) as one integer of the uuid index (32 bits in an entry), in
+    /// one of two forms told apart by the low 3 bits:
+    /// - metrics 0–6 (the first seven of the catalogue): `day << 3 | metric + 1`, low bits
+    ///   1–7, the form every shard has used since the packs;
+    /// - metrics 7–37: `day << 8 | (metric − 6) << 3`, low bits 0 (and never 0 as a whole,
+    ///   the tombstones' place). 24 bits of day hold years 0001 to 9999 in an Int32.
+    ///
+    /// The first form alone had room for seven metrics: the catalogue's eighth
+    /// (exercise_time, 7 + 1 = 8) spilled into the day bits, and a uuid's lookup then named
+    /// the wrong pack, so a re-read sample was stored twice (issue 30; shards that hold
+    /// exercise_time, stand_time, water, dietary_energy or sleep samples written before this
+    /// must be rebuilt). `ShardTests` checks both forms round trip.
+    static func place(metric: Int, day: Int64) -> Int64 {
+        precondition(metric >= 0 && metric < placeMetrics, "metric \(metric) has no place in the uuid index")
+        return metric < 7 ? day << 3 | Int64(metric + 1) : day << 8 | Int64(metric - 6) << 3
+    }
 
     /// The pack of `user` at a `place(metric:day:)` other than the tombstones'.
     static func pack(of user: String, at place: Int64) -> PackKey {
-        PackKey(user: user, metric: Int(place & 7) - 1, day: place >> 3)
+        let low = place & 7
+        if low != 0 { return PackKey(user: user, metric: Int(low) - 1, day: place >> 3) }
+        return PackKey(user: user, metric: Int(place >> 3 & 31) + 6, day: place >> 8)
     }
 
     /// Where a cursor over the stored samples stands: after this pack.
@@ -234,7 +253,7 @@ struct PackKey: Hashable {
     static func == (a: PackKey, b: PackKey) -> Bool {
         a.day == b.day && a.metric == b.metric && NameHash.sameBytes(a.user, b.user)
     }
-    private var mixed: UInt64 { NameHash.of(user) ^ UInt64(bitPattern: day << 3 | Int64(metric & 7)) &* 0x9E37_79B9_7F4A_7C15 }
+    private var mixed: UInt64 { NameHash.of(user) ^ UInt64(bitPattern: day << 8 | Int64(metric & 255)) &* 0x9E37_79B9_7F4A_7C15 }
     func hash(into hasher: inout Hasher) { hasher.combine(mixed) }
     func _rawHashValue(seed: Int) -> Int { NameHash.table(mixed, seed: seed) }
 }

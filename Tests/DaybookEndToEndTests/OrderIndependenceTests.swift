@@ -38,7 +38,8 @@ import Testing
     }
 
     /// A seeded log of several users: same-source overlaps, versions, same-version edits,
-    /// stale re-sends, deletions and re-sends after them, heart-rate instants; in user order.
+    /// stale re-sends, deletions and re-sends after them; every aggregation (steps, water,
+    /// exercise time, and heart-rate and body-mass instants); in user order.
     static func log(seed: UInt64, users: Int = 9, eventsPerUser: Int = 80) -> [Event] {
         var rng = SplitMix64(seed: seed)
         var events: [Event] = []
@@ -49,10 +50,12 @@ import Testing
             for n in 0..<eventsPerUser {
                 let roll = rng.below(100)
                 if roll < 55 || live.isEmpty {
-                    let heart = rng.below(8) == 0
+                    let kind = rng.below(16)
+                    let metric: Metric = kind < 2 ? .heartRate : kind < 3 ? .bodyMass : kind < 5 ? .water : kind < 7 ? .exerciseTime : .steps
+                    let heart = !metric.isCumulative
                     let start = day0 + Int64(rng.below(3 * 24 * 60)) * 60
                     let length: Int64 = heart ? 0 : Int64(1 + rng.below(180)) * 60
-                    let s = Sample(user: user, uuid: "\(user)-s\(n)", metric: heart ? .heartRate : .steps,
+                    let s = Sample(user: user, uuid: "\(user)-s\(n)", metric: metric,
                                    source: ["watch", "phone", "manual"][rng.below(3)],
                                    start: Instant(seconds: start), end: Instant(seconds: start + length),
                                    value: Double(40 + rng.below(heart ? 150 : 900)),
