@@ -118,6 +118,25 @@ public enum MetricCatalogue {
     public static func definition(named name: String) -> MetricDefinition? {
         builtIn.first { $0.name == name }
     }
+
+    /// What a shard's rows depend on in each entry, in place order: `name:aggregation:unit`
+    /// (its canonical unit), one per entry. A shard records this (`Shard`) and refuses to be
+    /// opened under entries that say otherwise for a place it holds (`changes(from:to:)`).
+    public static func record(_ entries: [MetricDefinition]) -> String {
+        entries.map { "\($0.name):\($0.aggregation.rawValue):\($0.canonicalUnit)" }.joined(separator: ";")
+    }
+
+    /// The places whose entry `current` gives differently from `recorded` (a `record`), each
+    /// as (place, recorded entry, current entry or nil when `current` has no such place).
+    /// Entries `current` adds after the recorded ones are no change: a shard built before
+    /// them holds no row of theirs.
+    public static func changes(from recorded: String, to current: [MetricDefinition]) -> [(place: Int, was: String, now: String?)] {
+        let now = record(current).split(separator: ";").map(String.init)
+        let was = recorded.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        return was.indices.compactMap { i in
+            i < now.count && now[i] == was[i] ? nil : (i, was[i], i < now.count ? now[i] : nil)
+        }
+    }
 }
 
 extension Metric {
@@ -129,6 +148,7 @@ extension Metric {
     /// entry (its strings and arrays retained and released).
     static let bounds: [Double] = definitions.map(\.maximumPerSample)
 
-    /// The entries of `allCases`, by `index`, looked up once.
-    static let definitions: [MetricDefinition] = MetricCatalogue.builtIn
+    /// The entries of `allCases`, by `index`, looked up once: the catalogue metrics are
+    /// numbered by (a shard records it, `MetricCatalogue.record`).
+    public static let definitions: [MetricDefinition] = MetricCatalogue.builtIn
 }

@@ -227,6 +227,10 @@ public final class Shard {
         let memory = try Database(path: ":memory:")
         try memory.execute("PRAGMA page_size=\(Shard.pageSize)")
         try memory.create(Shard.currentSchema, recording: Shard.migrations.map(\.name))
+        // The catalogue a new shard is built under, so that opening it writes nothing more.
+        let metrics = try memory.statement("INSERT INTO meta (key, value) VALUES ('metrics', ?)")
+        try metrics.bind(1, MetricCatalogue.record(Metric.definitions))
+        try metrics.run()
         return try memory.serialized(asWAL: true)
     }
 
@@ -315,6 +319,7 @@ public final class Shard {
             try migrateEntriesToPacks()
             try migrateSampleDaysToPages()
             try checkFingerprint(fingerprint)
+            try checkCatalogue(Metric.definitions)
             let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
             try read.bind(1, topic)
             try read.bind(2, Int(partition))
@@ -341,6 +346,9 @@ public final class Shard {
             case locked
             /// The shard was built under another source priority: rebuild into a new directory.
             case priorityMismatch
+            /// The shard was built under other metric catalogue entries (a metric's
+            /// aggregation or unit differs, or this Daybook lacks one the shard holds): rebuild.
+            case catalogueMismatch
             /// The file is not a Daybook shard (not SQLite, damaged, or foreign): move it away.
             case notAShard
             /// The data directory is missing or is not a directory.
@@ -407,6 +415,31 @@ public final class Shard {
         guard fd >= 0 else { return false }
         defer { close(fd) } // also lets go of the lock taken here, at once
         return flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
+    }
+
+    /// Records the metric catalogue entries the shard is built under (meta.metrics, a
+    /// `MetricCatalogue.record`), or checks them against the ones it recorded: a shard whose
+    /// rows some metric's other aggregation or unit made is refused, never mixed with rows of
+    /// this one's (`MetricCatalogue.changes`). A shard of a Daybook before the catalogue
+    /// records the entries on its first open: it was built under the first four, which the
+    /// catalogue keeps. Entries added since the record are recorded too.
+    func checkCatalogue(_ entries: [MetricDefinition]) throws {
+        let current = MetricCatalogue.record(entries)
+        let stored = try database.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+        if let stored {
+            if stored == current { return }
+            let changes = MetricCatalogue.changes(from: stored, to: entries)
+            if let first = changes.first {
+                let list = changes.map { "metric \($0.place) was \($0.was), is \($0.now ?? "unknown to this Daybook")" }.joined(separator: "; ")
+                throw ShardError(.catalogueMismatch, "\(path) was built under other metric catalogue entries (\(list)): its \(first.was.split(separator: ":").first ?? "") rows were made by other rules. Rebuild the projection under this catalogue, or open it with the Daybook and configuration that built it.")
+            }
+        }
+        try database.inTransaction {
+            let write = try database.statement("INSERT OR REPLACE INTO meta (key, value) VALUES ('metrics', ?)")
+            try write.bind(1, current)
+            try write.run()
+            return .commit
+        }
     }
 
     private func checkFingerprint(_ fingerprint: String) throws {

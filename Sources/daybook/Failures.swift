@@ -13,7 +13,7 @@ extension ExitCode {
     static func of(_ kind: Shard.ShardError.Kind?) -> Int32 {
         switch kind {
         case .locked?: return tempFail
-        case .priorityMismatch?: return config
+        case .priorityMismatch?, .catalogueMismatch?: return config
         case .notAShard?, .splitUser?: return dataError
         case .missingDirectory?: return noInput
         case .storage?, nil: return ioError
@@ -85,8 +85,14 @@ extension CLIError {
 
     /// The options that fix a shard the libraries refused ("" when there is nothing to add).
     static func hint(for kind: Shard.ShardError.Kind?) -> String {
-        guard kind == .priorityMismatch else { return "" }
-        return " Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
+        switch kind {
+        case .priorityMismatch?:
+            return " Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
+        case .catalogueMismatch?:
+            return " Rebuild every partition under this Daybook's metric catalogue: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
+        default:
+            return ""
+        }
     }
 
     /// A `--metrics-file` that cannot work, refused at start (`project`, `stale`): 66 when its

@@ -1,5 +1,6 @@
 import DaybookTestSupport
 import DaybookCore
+import DaybookStore
 import Foundation
 import Testing
 
@@ -71,6 +72,23 @@ import Testing
             #expect(r.status == 78, "\(mode): \(r.stderr)")
             #expect(r.stderr.contains("was built with source priority default=watch>phone>manual, not default=phone>watch: open it under the order it was built with, or rebuild the projection under this one. Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE"), "\(r.stderr)")
         }
+    }
+
+    /// A shard whose heart-rate rows were made under another aggregation (its recorded
+    /// catalogue says so) is refused: 78, naming the metric and the rebuild.
+    @Test func aShardBuiltUnderAnotherMetricCatalogueExits78AskingForARebuild() throws {
+        let (broker, data) = try projected()
+        defer { _ = broker.stop() }
+        let shard = data + "/health-samples-0000.sqlite"
+        let recorded = MetricCatalogue.record(Metric.definitions)
+        let other = recorded.replacingOccurrences(of: ";heart_rate:discrete:", with: ";heart_rate:sum:")
+        let db = try Database(path: shard)
+        try db.execute("UPDATE meta SET value = '\(other)' WHERE key = 'metrics'")
+        #expect(db.changes == 1)
+        let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("was built under other metric catalogue entries (metric 3 was heart_rate:sum:count/min, is heart_rate:discrete:count/min)"), "\(r.stderr)")
+        #expect(r.stderr.contains("daybook rebuild --data DIR --config FILE"), "\(r.stderr)")
     }
 
     @Test func aFileThatIsNotAShardExits65NamingIt() throws {

@@ -1,3 +1,4 @@
+import DaybookCore
 import DaybookTestSupport
 @testable import DaybookStore
 import Foundation
@@ -32,6 +33,51 @@ import Testing
         let applied = try db.statement("SELECT name FROM schema_migrations ORDER BY name")
         while try applied.step() { out.append("migration \(applied.text(0))") }
         return out
+    }
+
+    /// A shard records the metric catalogue entries it is built under (meta.metrics): a new
+    /// one from its template, an old one (before the catalogue, or before entries added
+    /// since) on its next open. One recorded under another aggregation or unit of a metric,
+    /// or under a metric this Daybook does not know, is refused, naming the metric.
+    @Test func aShardRecordsTheCatalogueAndRefusesAnother() throws {
+        let path = scratch.path + "/catalogue.sqlite"
+        func recorded() throws -> String? {
+            let shard = try Shard(path: path, topic: "t", partition: 0, fingerprint: "f")
+            return try shard.database.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+        }
+        func record(_ value: String?) throws {
+            let db = try Database(path: path)
+            try db.execute("DELETE FROM meta WHERE key = 'metrics'")
+            if let value {
+                let write = try db.statement("INSERT INTO meta (key, value) VALUES ('metrics', ?)")
+                try write.bind(1, value)
+                try write.run()
+            }
+        }
+        let current = MetricCatalogue.record(Metric.definitions)
+        #expect(try recorded() == current)
+        #expect(current.hasPrefix("steps:priority_sum:count;active_energy:priority_sum:kcal;distance:priority_sum:m;heart_rate:discrete:count/min;"))
+        // Before the catalogue (no record), and under its first four entries alone: recorded whole.
+        try record(nil)
+        #expect(try recorded() == current)
+        try record("steps:priority_sum:count;active_energy:priority_sum:kcal;distance:priority_sum:m;heart_rate:discrete:count/min")
+        #expect(try recorded() == current)
+        // Heart rate once summed, and a metric after the catalogue's last: refused.
+        try record(current.replacingOccurrences(of: ";heart_rate:discrete:", with: ";heart_rate:sum:"))
+        #expect {
+            _ = try recorded()
+        } throws: { error in
+            let e = error as? Shard.ShardError
+            return e?.kind == .catalogueMismatch
+                && e?.message.contains("metric 3 was heart_rate:sum:count/min, is heart_rate:discrete:count/min") == true
+                && e?.message.contains("Rebuild the projection") == true
+        }
+        try record(current + ";blood_glucose:discrete:mg/dL")
+        #expect {
+            _ = try recorded()
+        } throws: { error in
+            (error as? Shard.ShardError)?.message.contains("metric \(Metric.definitions.count) was blood_glucose:discrete:mg/dL, is unknown to this Daybook") == true
+        }
     }
 
     @Test func aNewShardHasTheSchemaItsMigrationsLeadTo() throws {
