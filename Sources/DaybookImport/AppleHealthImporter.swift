@@ -6,14 +6,17 @@ import Foundation
 /// time, and keeps the summary of what it did.
 ///
 /// Each event carries the record's own value and unit (`km`, `Cal`, `kJ`…: the format
-/// accepts them and converts), its instants written at the offset of the sample's zone
+/// accepts them and converts), except oxygen saturation, which the export writes in `%` as
+/// a fraction (HealthKit's percent unit: `0.97`) and the event in Daybook's `%` of 0–100
+/// (`97`; `percentFractions`). Its instants written at the offset of the sample's zone
 /// (never the export-time offset of the file), and a uuid that depends only on the record:
 ///
 /// - `HKExternalUUID`, else `HKMetadataKeySyncIdentifier` metadata, with the type and
 ///   source name: a record the writer re-synced keeps its uuid, so the newer one replaces it;
 /// - else a version-5 UUID of (type, sourceName, sourceVersion, device with its
 ///   `0x…` pointer removed, unit, creationDate, startDate, endDate, value), instants as
-///   instants (a re-export at another offset gives the same uuid), and an occurrence
+///   instants (a re-export at another offset gives the same uuid), the value as the record
+///   writes it (an oxygen saturation's `0.97`, not the event's `97`), and an occurrence
 ///   number for byte-identical records, which stay distinct samples.
 ///
 /// The uuid depends neither on `--zone` nor on `--source-map`: importing again with a
@@ -67,6 +70,13 @@ public struct AppleHealthImporter {
         metric.definition.healthKit.filter { $0.hasPrefix("HKQuantityTypeIdentifier") }.map { ($0, metric) }
     })
 
+    /// Quantity types an export writes in `%` as a fraction of 1 (HealthKit's percent unit:
+    /// `value="0.97"` is 97 %), while the event format's `%` runs from 0 to 100: their values
+    /// are multiplied by 100 (`hundredfold`). Of the catalogue's types only oxygen saturation
+    /// is one; HealthKit's other percent types (body fat, walking asymmetry…) are not in it.
+    /// A record already in 0–100 (`97`) becomes 9,700 and is rejected as implausible, named.
+    public static let percentFractions: Set<String> = ["HKQuantityTypeIdentifierOxygenSaturation"]
+
     public let options: Options
     public private(set) var summary = ImportSummary()
     private let decoder = EventDecoder()
@@ -116,7 +126,14 @@ public struct AppleHealthImporter {
             let bad = start == nil ? ("startDate", startText) : ("endDate", endText)
             return reject(r, "bad_date", "\(bad.0) \(JSONWriter.quoted(bad.1)) is not an export timestamp (YYYY-MM-DD HH:MM:SS ±hhmm)")
         }
-        guard let value else { return reject(r, "bad_value", "value \(JSONWriter.quoted(valueText)) is not a decimal number") }
+        guard var value else { return reject(r, "bad_value", "value \(JSONWriter.quoted(valueText)) is not a decimal number") }
+        if unit == "%", AppleHealthImporter.percentFractions.contains(type), let percent = AppleHealthImporter.hundredfold(valueText) {
+            // Said here, not by the format's bound alone, which would name the 9700 % the record never wrote.
+            guard percent <= metric.maximumPerSample else {
+                return reject(r, EventError.Code.implausibleValue.rawValue, "value \(JSONWriter.quoted(valueText)) % would be \(JSONWriter.number(percent)) %: exports write \(metric.rawValue) as a fraction of 1 (0.97 is 97 %)")
+            }
+            value = percent
+        }
         guard metric.units.contains(where: { $0.unit == unit }) else {
             return reject(r, "unit_mismatch", "\(JSONWriter.quoted(unit)) is not a unit of \(metric.rawValue) Daybook accepts (\(metric.units.map(\.unit).joined(separator: ", ")))")
         }
@@ -201,6 +218,19 @@ public struct AppleHealthImporter {
         guard !text.isEmpty, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 || $0 == 43 || $0 == 101 || $0 == 69 }),
               let d = Double(text), d.isFinite else { return nil }
         return d
+    }
+
+    /// 100 × the plain decimal `text`, read as the decimal with its exponent raised by 2, so
+    /// that it is the double nearest the exact product (`0.57` × 100 in binary is
+    /// 56.99999999999999; `0.57e2` reads as 57). Nil where `number` gives nil.
+    static func hundredfold(_ text: String) -> Double? {
+        guard let plain = number(text) else { return nil }
+        guard let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) else { return number(text + "e2") }
+        // An exponent too long for an Int is far outside any reading: the binary product will do.
+        guard let exponent = Int(text[text.index(after: e)...]), case (let raised, false) = exponent.addingReportingOverflow(2) else {
+            return plain * 100
+        }
+        return number(text[..<e] + "e" + String(raised))
     }
 
     /// The device string without its per-record pointer (`<<HKDevice: 0x283b5c5f0>` → `<<HKDevice: 0x>`).
