@@ -6,18 +6,26 @@ import Foundation
 /// time, and keeps the summary of what it did.
 ///
 /// Each event carries the record's own value and unit (`km`, `Cal`, `kJ`…: the format
-/// accepts them and converts), except oxygen saturation, which the export writes in `%` as
-/// a fraction (HealthKit's percent unit: `0.97`) and the event in Daybook's `%` of 0–100
-/// (`97`; `percentFractions`). Its instants written at the offset of the sample's zone
-/// (never the export-time offset of the file), and a uuid that depends only on the record:
+/// accepts them and converts), except:
+///
+/// - oxygen saturation, which the export writes in `%` as a fraction (HealthKit's percent
+///   unit: `0.97`) and the event in Daybook's `%` of 0–100 (`97`; `percentFractions`);
+/// - sleep, a category: its records have no unit and their value names a state. The asleep
+///   states become events of the minutes they cover (`min`; the row counts covered time
+///   anyway); in bed and awake are skipped and counted per value (`categoryValues`).
+///
+/// Its instants are written at the offset of the sample's zone (never the export-time offset
+/// of the file), and its uuid depends only on the record:
 ///
 /// - `HKExternalUUID`, else `HKMetadataKeySyncIdentifier` metadata, with the type and
 ///   source name: a record the writer re-synced keeps its uuid, so the newer one replaces it;
 /// - else a version-5 UUID of (type, sourceName, sourceVersion, device with its
 ///   `0x…` pointer removed, unit, creationDate, startDate, endDate, value), instants as
 ///   instants (a re-export at another offset gives the same uuid), the value as the record
-///   writes it (an oxygen saturation's `0.97`, not the event's `97`), and an occurrence
-///   number for byte-identical records, which stay distinct samples.
+///   writes it (an oxygen saturation's `0.97`, not the event's `97`; a category's value
+///   name, `HKCategoryValueSleepAnalysisAsleepCore`, not the event's minutes), an absent
+///   attribute as the empty text (a category record has no `unit`: its unit field is
+///   empty), and an occurrence number for byte-identical records, which stay distinct samples.
 ///
 /// The uuid depends neither on `--zone` nor on `--source-map`: importing again with a
 /// corrected zone or mapping replaces the samples instead of adding to them.
@@ -63,12 +71,43 @@ public struct AppleHealthImporter {
         case missingZone
     }
 
-    /// HealthKit types Daybook totals, and their metrics: the catalogue's quantity types
-    /// (`MetricDefinition.healthKit`) of the metrics events carry. Sleep's category records
-    /// (asleep values, no unit) wait for their own mapping: skipped and named meanwhile.
+    /// HealthKit types Daybook totals, and their metrics: the catalogue's types
+    /// (`MetricDefinition.healthKit`) of the metrics events carry — its quantity types, and
+    /// the category types whose values `categoryValues` sorts. A category type the catalogue
+    /// gains without such a table is not imported: the summary names it as in the catalogue
+    /// but not imported yet, since its values may mean anything.
     public static let metrics: [String: Metric] = Dictionary(uniqueKeysWithValues: Metric.allCases.flatMap { metric in
-        metric.definition.healthKit.filter { $0.hasPrefix("HKQuantityTypeIdentifier") }.map { ($0, metric) }
+        metric.definition.healthKit.filter { $0.hasPrefix("HKQuantityTypeIdentifier") || categoryValues[$0] != nil }.map { ($0, metric) }
     })
+
+    /// What a category record's value means for its metric.
+    public enum CategoryValue: Sendable {
+        /// The metric counts it: an event of the time the record covers.
+        case counted
+        /// A state the metric does not count (in bed, awake): skipped, and counted per value
+        /// in the summary (`ImportSummary.uncountedValues`), never dropped silently.
+        case notCounted
+    }
+
+    /// The category types Daybook imports, and what each of their values means. A value in
+    /// neither list is rejected (`unknown_category_value`, naming it): a new HealthKit state
+    /// could be sleep or not, and guessing would move the totals either way.
+    ///
+    /// Sleep: the asleep states are sleep — `Asleep` (written before iOS 16, one value for
+    /// all of a night's sleep), `AsleepUnspecified`, and the stages `AsleepCore`,
+    /// `AsleepDeep`, `AsleepREM`. `InBed` and `Awake` are not: a night's `InBed` spans its
+    /// asleep records, and counting it would count the same minutes twice at least.
+    public static let categoryValues: [String: [String: CategoryValue]] = [
+        "HKCategoryTypeIdentifierSleepAnalysis": [
+            "HKCategoryValueSleepAnalysisAsleep": .counted,
+            "HKCategoryValueSleepAnalysisAsleepUnspecified": .counted,
+            "HKCategoryValueSleepAnalysisAsleepCore": .counted,
+            "HKCategoryValueSleepAnalysisAsleepDeep": .counted,
+            "HKCategoryValueSleepAnalysisAsleepREM": .counted,
+            "HKCategoryValueSleepAnalysisInBed": .notCounted,
+            "HKCategoryValueSleepAnalysisAwake": .notCounted,
+        ],
+    ]
 
     /// Quantity types an export writes in `%` as a fraction of 1 (HealthKit's percent unit:
     /// `value="0.97"` is 97 %), while the event format's `%` runs from 0 to 100: their values
@@ -111,22 +150,47 @@ public struct AppleHealthImporter {
             return .skipped
         }
         if let problem = r.problem { return reject(r, "unreadable_text", problem) }
-        guard let sourceName = r.sourceName, let unit = r.unit, let startText = r.startDate, let endText = r.endDate, let valueText = r.value else {
-            let missing = [("sourceName", r.sourceName), ("unit", r.unit), ("startDate", r.startDate), ("endDate", r.endDate), ("value", r.value)]
+        let values = AppleHealthImporter.categoryValues[type]
+        // A category record has no unit (its value names a state): its event is in minutes.
+        let eventUnit = values == nil ? r.unit : "min"
+        guard let sourceName = r.sourceName, let unit = eventUnit, let startText = r.startDate, let endText = r.endDate, let valueText = r.value else {
+            let missing = [("sourceName", r.sourceName), ("unit", eventUnit), ("startDate", r.startDate), ("endDate", r.endDate), ("value", r.value)]
                 .filter { $0.1 == nil }.map(\.0).joined(separator: ", ")
             return reject(r, "missing_attribute", "no \(missing) attribute")
         }
+        if let values {
+            switch values[valueText] {
+            case .counted?: break
+            case .notCounted?:
+                // Before its uuid: a skipped record must not count as an id or a repeat.
+                summary.uncountedValues[type, default: [:]][valueText, default: 0] += 1
+                return .skipped
+            case nil:
+                let known = values.keys.sorted().joined(separator: ", ")
+                return reject(r, "unknown_category_value", "value \(JSONWriter.quoted(valueText)) is not a value of \(type) Daybook knows (\(known)); it is neither counted nor guessed at")
+            }
+        }
         let start = ExportTime.instant(startText)
         let end = ExportTime.instant(endText)
-        let value = AppleHealthImporter.number(valueText)
-        let uuid = self.uuid(r, type: type, sourceName: sourceName, unit: unit, start: start, end: end, value: value)
+        // A category's value is its name, hashed as written (`uuid`).
+        let recordValue = values == nil ? AppleHealthImporter.number(valueText) : nil
+        let uuid = self.uuid(r, type: type, sourceName: sourceName, unit: r.unit ?? "", start: start, end: end, value: recordValue)
         let (version, versionFromMetadata) = AppleHealthImporter.version(r)
 
         guard let start, let end else {
             let bad = start == nil ? ("startDate", startText) : ("endDate", endText)
             return reject(r, "bad_date", "\(bad.0) \(JSONWriter.quoted(bad.1)) is not an export timestamp (YYYY-MM-DD HH:MM:SS ±hhmm)")
         }
-        guard var value else { return reject(r, "bad_value", "value \(JSONWriter.quoted(valueText)) is not a decimal number") }
+        let parsed: Double?
+        if values != nil {
+            // The minutes the record covers: a duration_priority row counts the time its samples
+            // cover and reads no value, but the event's must be valid. Never negative, so that
+            // a record ending before it starts is rejected as that (end_before_start).
+            parsed = Double(max(0, end.nanoseconds - start.nanoseconds)) / 60e9
+        } else {
+            parsed = recordValue
+        }
+        guard var value = parsed else { return reject(r, "bad_value", "value \(JSONWriter.quoted(valueText)) is not a decimal number") }
         if unit == "%", AppleHealthImporter.percentFractions.contains(type), let percent = AppleHealthImporter.hundredfold(valueText) {
             // Said here, not by the format's bound alone, which would name the 9700 % the record never wrote.
             guard percent <= metric.maximumPerSample else {

@@ -158,13 +158,13 @@ public struct ExportGenerator {
 
     private mutating func otherType() -> (xml: String, truth: Truth?) {
         let start = windowStart + Int64(rng.below(windowMinutes)) * 60
-        // Types the catalogue names but events do not carry yet, one it does not name, and sleep.
+        // Types outside the catalogue, and a sleep value that is not sleep (in bed).
         let kinds = [("HKQuantityTypeIdentifierBloodGlucose", "mg/dL", "92"), ("HKQuantityTypeIdentifierBodyTemperature", "degC", "36.8"),
                      ("HKQuantityTypeIdentifierBloodPressureSystolic", "mmHg", "120"), ("HKCategoryTypeIdentifierSleepAnalysis", "", "")]
         let k = kinds[rng.below(kinds.count)]
         let xml: String
         if k.1.isEmpty {
-            xml = " <Record type=\"\(k.0)\" sourceName=\"Ana’s Apple Watch\" sourceVersion=\"10.4\" creationDate=\"\(time(start + 3_600))\" startDate=\"\(time(start))\" endDate=\"\(time(start + 1_800))\" value=\"HKCategoryValueSleepAnalysisAsleepCore\">\n  <MetadataEntry key=\"HKTimeZone\" value=\"Europe/Berlin\"/>\n </Record>\n"
+            xml = " <Record type=\"\(k.0)\" sourceName=\"Ana’s Apple Watch\" sourceVersion=\"10.4\" creationDate=\"\(time(start + 3_600))\" startDate=\"\(time(start))\" endDate=\"\(time(start + 1_800))\" value=\"HKCategoryValueSleepAnalysisInBed\">\n  <MetadataEntry key=\"HKTimeZone\" value=\"Europe/Berlin\"/>\n </Record>\n"
         } else {
             xml = recordXML(type: k.0, name: "Ana’s iPhone", version: "17.4", device: nil, unit: k.1, created: start + 600,
                             start: start, end: start + 600, value: k.2, metadata: [])

@@ -11,6 +11,9 @@ public struct ImportSummary: Equatable, Sendable {
     public var byMetric: [Metric: [String: Int]] = [:]
     /// Records of types Daybook does not total, by type.
     public var otherTypes: [String: Int] = [:]
+    /// Records of a category type Daybook imports whose value its metric does not count
+    /// (sleep's in bed and awake), by type and value.
+    public var uncountedValues: [String: [String: Int]] = [:]
     /// Rejected records by reason code, with the first one's line and message.
     public var rejected: [String: Rejection] = [:]
     /// Records with no usable `HKTimeZone` while no `--zone` was given.
@@ -103,7 +106,8 @@ public struct ImportSummary: Equatable, Sendable {
     public func render(destination: String, names: Names = .library) -> String {
         var lines: [String] = []
         let skippedOther = otherTypes.values.reduce(0, +)
-        lines.append("\(NumberText.grouped(records)) records read: \(NumberText.grouped(events)) events \(destination), \(NumberText.grouped(skippedOther)) of other types skipped, \(NumberText.grouped(rejectedCount)) rejected\(missingZone > 0 ? ", \(NumberText.grouped(missingZone)) without a zone" : "")")
+        let uncounted = uncountedValues.values.reduce(0) { $0 + $1.values.reduce(0, +) }
+        lines.append("\(NumberText.grouped(records)) records read: \(NumberText.grouped(events)) events \(destination), \(NumberText.grouped(skippedOther)) of other types skipped, \(uncounted > 0 ? "\(NumberText.grouped(uncounted)) of other values skipped, " : "")\(NumberText.grouped(rejectedCount)) rejected\(missingZone > 0 ? ", \(NumberText.grouped(missingZone)) without a zone" : "")")
         for metric in Metric.allCases {
             guard let bySource = byMetric[metric] else { continue }
             let total = bySource.values.reduce(0, +)
@@ -114,13 +118,26 @@ public struct ImportSummary: Equatable, Sendable {
             let decided = clue.rules.sorted().map { "\(names.sourceMapRule) \($0)" } + clue.clues.sorted()
             lines.append("  source \(source) ← \(decided.joined(separator: ", ")): \(clue.examples.joined(separator: "; "))")
         }
-        // Types the metric catalogue names but events do not carry yet: each one, with its
-        // metric, so that what was left out is never silent; then the rest, the commonest first.
+        // Types the metric catalogue names but the importer does not map (none today; a
+        // category type the catalogue gains before its values are sorted, `AppleHealthImporter.metrics`):
+        // each one, with its metric, so that what was left out is never silent; then the
+        // rest, the commonest first.
         let catalogued = otherTypes.compactMap { type, count in MetricCatalogue.definition(forHealthKit: type).map { (type, count, $0.name) } }
             .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
         if !catalogued.isEmpty {
             let shown = catalogued.map { "\($0.0) \(NumberText.grouped($0.1)) (\($0.2))" }.joined(separator: ", ")
             lines.append("skipped, in the metric catalogue but not imported yet (\(catalogued.count)): \(shown)")
+        }
+        // Each value a metric does not count, by its name after the type's own prefix
+        // (`HKCategoryValueSleepAnalysisInBed` → `InBed`), since the line names the type.
+        for (type, counts) in uncountedValues.sorted(by: { $0.key < $1.key }) {
+            let prefix = "HKCategoryValue" + type.replacingOccurrences(of: "HKCategoryTypeIdentifier", with: "")
+            let shown = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { value, count in
+                let short = value.hasPrefix(prefix) && value.count > prefix.count ? String(value.dropFirst(prefix.count)) : value
+                return "\(short) \(NumberText.grouped(count))"
+            }
+            let metric = MetricCatalogue.definition(forHealthKit: type)?.name ?? "imported"
+            lines.append("skipped, \(type) values that are not \(metric) (\(counts.count)): \(shown.joined(separator: ", "))")
         }
         let others = otherTypes.filter { MetricCatalogue.definition(forHealthKit: $0.key) == nil }
         if !others.isEmpty {

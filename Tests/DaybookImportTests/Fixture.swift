@@ -6,7 +6,9 @@ import Foundation
 /// interval with two values, zero-length samples, hourly buckets ending at :59:59, a
 /// 30,000-step manual entry, anonymised source names with the version as the only clue,
 /// the units count, km, mi, m, kcal, Cal and kJ, metadata ids, HKTimeZone on a trip,
-/// records inside a Correlation, a Workout with metadata of its own, and broken records.
+/// a night's sleep records (asleep, in bed, awake), an oxygen saturation as a fraction,
+/// a day-long resting heart rate, a scale's body mass, records inside a Correlation, a
+/// Workout with metadata of its own, and broken records.
 enum Fixture {
     static let watch = "&lt;&lt;HKDevice: 0x%@&gt;, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,2, software:10.2&gt;"
     static let phone = "&lt;&lt;HKDevice: 0x%@&gt;, name:iPhone, manufacturer:Apple Inc., model:iPhone, hardware:iPhone14,5, software:17.2&gt;"
@@ -80,6 +82,15 @@ enum Fixture {
      <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Ana&#8217;s Apple Watch" sourceVersion="10.2" device="\(watch("281e00e00"))" creationDate="2024-07-15 06:58:00 +0200" startDate="2024-07-14 23:10:00 +0200" endDate="2024-07-15 06:40:00 +0200" value="HKCategoryValueSleepAnalysisAsleepCore">
       <MetadataEntry key="HKTimeZone" value="Europe/Berlin"/>
      </Record>
+     <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Ana&#8217;s Apple Watch" sourceVersion="10.2" device="\(watch("281e00e20"))" creationDate="2024-07-15 06:58:00 +0200" startDate="2024-07-14 22:50:00 +0200" endDate="2024-07-15 06:55:00 +0200" value="HKCategoryValueSleepAnalysisInBed">
+      <MetadataEntry key="HKTimeZone" value="Europe/Berlin"/>
+     </Record>
+     <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Ana&#8217;s Apple Watch" sourceVersion="10.2" device="\(watch("281e00e40"))" creationDate="2024-07-15 06:58:00 +0200" startDate="2024-07-15 06:40:00 +0200" endDate="2024-07-15 06:48:00 +0200" value="HKCategoryValueSleepAnalysisAwake">
+      <MetadataEntry key="HKTimeZone" value="Europe/Berlin"/>
+     </Record>
+     <Record type="HKQuantityTypeIdentifierOxygenSaturation" sourceName="Ana&#8217;s Apple Watch" sourceVersion="10.2" device="\(watch("281e00e60"))" unit="%" creationDate="2024-07-15 03:14:10 +0200" startDate="2024-07-15 03:12:41 +0200" endDate="2024-07-15 03:12:41 +0200" value="0.97"/>
+     <Record type="HKQuantityTypeIdentifierRestingHeartRate" sourceName="Ana&#8217;s Apple Watch" sourceVersion="10.2" device="\(watch("281e00e80"))" unit="count/min" creationDate="2024-07-15 23:58:02 +0200" startDate="2024-07-15 00:00:04 +0200" endDate="2024-07-15 23:57:49 +0200" value="58"/>
+     <Record type="HKQuantityTypeIdentifierBodyMass" sourceName="Withings" sourceVersion="6.2" unit="kg" creationDate="2024-07-15 07:31:00 +0200" startDate="2024-07-15 07:30:00 +0200" endDate="2024-07-15 07:30:00 +0200" value="68.4"/>
      <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Ana’s iPhone" sourceVersion="17.2" unit="count" creationDate="2024-07-16 10:00:00 +0200" startDate="2024-07-16 10:00:00 +0200" endDate="2024-07-16 09:00:00 +0200" value="10"/>
      <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Ana’s iPhone" sourceVersion="17.2" unit="count" creationDate="2024-07-16 10:00:00 +0200" startDate="2024-07-16 10:00:00 +0200" endDate="2024-07-16 11:00:00 +0200" value="3000000"/>
      <Record type="HKQuantityTypeIdentifierDistanceWalkingRunning" sourceName="Ana’s iPhone" sourceVersion="17.2" unit="ft" creationDate="2024-07-16 10:00:00 +0200" startDate="2024-07-16 10:00:00 +0200" endDate="2024-07-16 11:00:00 +0200" value="300"/>

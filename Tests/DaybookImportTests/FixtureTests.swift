@@ -13,7 +13,9 @@ import Testing
     /// Berlin; the DST-night bucket starts at +01:00 and ends at +02:00; the trip record is
     /// in New York time; the byte-identical repeat (4th) has its own uuid; the re-synced
     /// Lose It! record (HKMetadataKeySyncIdentifier) keeps its uuid so it replaces the first;
-    /// units are the record's own. Versions: the Lose It! records carry HKMetadataKeySyncVersion
+    /// units are the record's own, but for the oxygen saturation (0.97 written as 97 %) and
+    /// the sleep record (no unit: the 450 minutes from 23:10 to 06:40); in bed and awake
+    /// are not sleep and write nothing. Versions: the Lose It! records carry HKMetadataKeySyncVersion
     /// 1 and 2; every other record its creationDate in ms (the first: 2024-01-10 10:12:31
     /// +0200 = 08:12:31Z = 1704874351 s).
     static let expected: [String] = [
@@ -39,6 +41,10 @@ import Testing
         #"{"type":"sample-added","user":"ana","sample":{"uuid":"fc91eb29-17c6-5fb6-b3cf-04c8ad04efe1","metric":"steps","source":"watch","start":"2024-07-20T08:00:00-04:00","end":"2024-07-20T08:30:00-04:00","value":3000,"unit":"count","zone":"America/New_York","version":1721478660000}}"#,
         #"{"type":"sample-added","user":"ana","sample":{"uuid":"57e18722-2948-5ed0-ad5e-f28406b5fbff","metric":"steps","source":"watch","start":"2024-03-05T08:00:00+01:00","end":"2024-03-05T08:20:00+01:00","value":1500,"unit":"count","zone":"Europe/Berlin","version":1709623260000}}"#,
         #"{"type":"sample-added","user":"ana","sample":{"uuid":"25eb347e-d125-5017-8290-26b31236996a","metric":"steps","source":"phone","start":"2024-03-05T08:00:00+01:00","end":"2024-03-05T08:30:00+01:00","value":2000,"unit":"count","zone":"Europe/Berlin","version":1709623860000}}"#,
+        #"{"type":"sample-added","user":"ana","sample":{"uuid":"dd8ea006-5e53-59cc-8234-3c65a554a0e1","metric":"sleep","source":"watch","start":"2024-07-14T23:10:00+02:00","end":"2024-07-15T06:40:00+02:00","value":450,"unit":"min","zone":"Europe/Berlin","version":1721019480000}}"#,
+        #"{"type":"sample-added","user":"ana","sample":{"uuid":"cd6a3ddb-f3ec-50c5-9792-c851fa99cdce","metric":"oxygen_saturation","source":"watch","start":"2024-07-15T03:12:41+02:00","end":"2024-07-15T03:12:41+02:00","value":97,"unit":"%","zone":"Europe/Berlin","version":1721006050000}}"#,
+        #"{"type":"sample-added","user":"ana","sample":{"uuid":"7aee5cfb-54b6-57f1-a0f3-faf9d4ee7e56","metric":"resting_heart_rate","source":"watch","start":"2024-07-15T00:00:04+02:00","end":"2024-07-15T23:57:49+02:00","value":58,"unit":"count/min","zone":"Europe/Berlin","version":1721080682000}}"#,
+        #"{"type":"sample-added","user":"ana","sample":{"uuid":"8e592811-dba2-5e9a-916c-cd0bdc106e3e","metric":"body_mass","source":"withings","start":"2024-07-15T07:30:00+02:00","end":"2024-07-15T07:30:00+02:00","value":68.4,"unit":"kg","zone":"Europe/Berlin","version":1721021460000}}"#,
     ]
 
     @Test func theFixtureConvertsToExactlyTheseEvents() throws {
@@ -65,6 +71,8 @@ import Testing
         #expect(uuids[2] == "91bb35c6-9d82-59c3-9b75-0934743bc289")  // the phone's hourly bucket
         #expect(uuids[3] == "7b97f09b-3486-51e5-bd05-2354bb94f211")  // its byte-identical repeat: fields + "#1"
         #expect(uuids[12] == "2bf28220-371b-5eb6-bb7a-1db83dfb36ac") // Strava, from HKExternalUUID
+        #expect(uuids[22] == "dd8ea006-5e53-59cc-8234-3c65a554a0e1") // sleep: no unit (an empty field), the value's name
+        #expect(uuids[23] == "cd6a3ddb-f3ec-50c5-9792-c851fa99cdce") // oxygen saturation: the record's 0.97, not 97
         #expect(NameUUID.v5(namespace: NameUUID.dns, name: Array("python.org".utf8)) == "886313e1-3b8a-5372-9b90-0c9aee199e5d")
     }
 
@@ -82,7 +90,15 @@ import Testing
         #expect(cumulative(rows["distance 2024-07-15"]) == 2268.224) // 800 m + 0.5 mi × 5/15 + 1200 m
         #expect(cumulative(rows["active_energy 2024-07-15"]) == 250) // 50 kcal (not the phone's 40 Cal) + 836.8 kJ
         #expect(rows["heart_rate 2024-07-15"] == .discrete(min: 72, max: 80, average: 76, count: 2, latest: 80))
-        #expect(rows.count == 7)
+        // The catalogue's other types: the night's asleep record 23:10–06:40 counts the minutes
+        // it covers per Berlin day, 23:10–24:00 = 50 and 00:00–06:40 = 400 (in bed 22:50–06:55
+        // and awake 06:40–06:48 count nowhere); the readings are summarized like heart rate.
+        #expect(cumulative(rows["sleep 2024-07-14"]) == 50)
+        #expect(cumulative(rows["sleep 2024-07-15"]) == 400)
+        #expect(rows["oxygen_saturation 2024-07-15"] == .discrete(min: 97, max: 97, average: 97, count: 1, latest: 97))
+        #expect(rows["resting_heart_rate 2024-07-15"] == .discrete(min: 58, max: 58, average: 58, count: 1, latest: 58))
+        #expect(rows["body_mass 2024-07-15"] == .discrete(min: 68.4, max: 68.4, average: 68.4, count: 1, latest: 68.4))
+        #expect(rows.count == 12)
 
         // What a naive importer would print: every record summed (re-synced ones once), or the largest.
         for (key, right) in [("steps 2024-01-10", 34319.777716), ("distance 2024-07-15", 2268.224), ("active_energy 2024-07-15", 250)] {
@@ -98,16 +114,22 @@ import Testing
 
     @Test func theSummaryCountsEverything() throws {
         let s = try importExport(Fixture.xml, rules: FixtureTests.rules).summary
-        #expect(s.records == 31)
-        #expect(s.events == 22)
-        #expect(s.otherTypes == ["HKCategoryTypeIdentifierSleepAnalysis": 1, "HKQuantityTypeIdentifierBloodPressureSystolic": 1,
-                                 "HKQuantityTypeIdentifierBloodPressureDiastolic": 1])
+        #expect(s.records == 36)
+        #expect(s.events == 26)
+        #expect(s.otherTypes == ["HKQuantityTypeIdentifierBloodPressureSystolic": 1, "HKQuantityTypeIdentifierBloodPressureDiastolic": 1])
+        #expect(s.uncountedValues == ["HKCategoryTypeIdentifierSleepAnalysis": ["HKCategoryValueSleepAnalysisInBed": 1, "HKCategoryValueSleepAnalysisAwake": 1]])
+        // Every record is accounted for: 26 events + 2 of other types + 2 other values + 6 rejected.
+        #expect(s.events + s.otherTypes.values.reduce(0, +) + 2 + s.rejectedCount == s.records)
         #expect(s.rejected.mapValues(\.count) == ["bad_date": 1, "end_before_start": 1, "implausible_value": 1,
                                                   "non_positive_heart_rate": 1, "unit_mismatch": 1, "unreadable_text": 1])
         #expect(s.rejected["unreadable_text"]?.firstMessage == "unknown entity &bogus;")
         #expect(s.rejected["non_positive_heart_rate"]?.firstLine == 57)
-        #expect(s.zones == ["Europe/Berlin": .init(fromMetadata: 1, fromOption: 20), "America/New_York": .init(fromMetadata: 1, fromOption: 0)])
+        #expect(s.zones == ["Europe/Berlin": .init(fromMetadata: 2, fromOption: 23), "America/New_York": .init(fromMetadata: 1, fromOption: 0)])
         #expect(s.byMetric[.steps] == ["watch": 4, "phone": 8, "manual": 1])
+        #expect(s.byMetric[.sleep] == ["watch": 1])
+        #expect(s.byMetric[.oxygenSaturation] == ["watch": 1])
+        #expect(s.byMetric[.restingHeartRate] == ["watch": 1])
+        #expect(s.byMetric[.bodyMass] == ["withings": 1])
         #expect(s.idsFromMetadata == 3)
         #expect(s.repeatedRecords == 1)
         // The two Lose It! records share "lose-it-42" at HKMetadataKeySyncVersion 1 and 2: the
@@ -117,17 +139,22 @@ import Testing
         #expect(s.earliest == (try Instant(rfc3339: "2024-01-10T08:00:00Z")))
         #expect(s.latest == (try Instant(rfc3339: "2024-07-20T12:30:00Z")))
         let text = s.render(destination: "written")
-        #expect(text.contains("31 records read: 22 events written, 3 of other types skipped, 6 rejected"))
-        // What the metric catalogue names is listed with its metric, apart from the rest.
-        #expect(text.contains("skipped, in the metric catalogue but not imported yet (1): HKCategoryTypeIdentifierSleepAnalysis 1 (sleep)\n"), "\(text)")
+        #expect(text.hasPrefix("36 records read: 26 events written, 2 of other types skipped, 2 of other values skipped, 6 rejected\n"), "\(text)")
+        // Each imported type's metric has its line; the sleep values that are not sleep are named with their counts.
+        for line in ["  resting_heart_rate: 1 (watch 1)", "  body_mass: 1 (withings 1)", "  oxygen_saturation: 1 (watch 1)", "  sleep: 1 (watch 1)",
+                     "skipped, HKCategoryTypeIdentifierSleepAnalysis values that are not sleep (2): Awake 1, InBed 1"] {
+            #expect(text.contains("\n\(line)\n"), "\(line)\n\(text)")
+        }
+        // Every type of the metric catalogue is imported now: none is listed as waiting.
+        #expect(!text.contains("not imported yet"), "\(text)")
         #expect(text.contains("skipped, other types (2): HKQuantityTypeIdentifierBloodPressureDiastolic 1, HKQuantityTypeIdentifierBloodPressureSystolic 1\n"), "\(text)")
         #expect(text.contains("source watch ← source map version:10.2, model:Watch") == false) // the map decides first
         #expect(text.contains("source watch ← source map version:10.2: \"Ana’s Apple Watch\" 10.2; \"Anonymous\" 10.2"), "\(text)")
-        #expect(text.contains("zones: America/New_York (HKTimeZone 1); Europe/Berlin (HKTimeZone 1, default zone 20)"))
+        #expect(text.contains("zones: America/New_York (HKTimeZone 1); Europe/Berlin (HKTimeZone 2, default zone 23)"))
         // A command line names the options by its flags.
         let flags = s.render(destination: "written", names: .init(defaultZone: "--zone", sourceMapRule: "--source-map"))
         #expect(flags.contains("source watch ← --source-map version:10.2: \"Ana’s Apple Watch\" 10.2; \"Anonymous\" 10.2"), "\(flags)")
-        #expect(flags.contains("Europe/Berlin (HKTimeZone 1, --zone 20)"))
+        #expect(flags.contains("Europe/Berlin (HKTimeZone 2, --zone 23)"))
     }
 
     @Test func withoutASourceMapAnonymisedNamesAreOneSource() throws {
@@ -137,7 +164,7 @@ import Testing
         // One source: the later record wins the shared 20 minutes.
         #expect(cumulative(rollup(r.samples)["steps 2024-03-05"]) == 2000)
         // Everything else is attributed by device model, HKWasUserEntered or name.
-        #expect(Set(r.samples.map(\.source)) == ["watch", "phone", "manual", "strava", "lose-it", "anonymous"])
+        #expect(Set(r.samples.map(\.source)) == ["watch", "phone", "manual", "strava", "lose-it", "withings", "anonymous"])
     }
 
     /// Importing again — after a re-export in winter (+0100, other device pointers), with
@@ -173,8 +200,10 @@ import Testing
 
     @Test func withoutAZoneRecordsLackingHKTimeZoneAreCounted() throws {
         let r = try importExport(Fixture.xml, zone: nil, rules: FixtureTests.rules)
-        #expect(r.missingZone == 23) // the 20 that used --zone, and 3 the format would reject anyway
+        #expect(r.missingZone == 26) // the 23 that used --zone, and 3 the format would reject anyway
         #expect(r.summary.firstMissingZoneLine == 25)
-        #expect(r.lines.count == 2) // Strava and the New York trip carry HKTimeZone
+        #expect(r.lines.count == 3) // Strava, the New York trip and the night's sleep carry HKTimeZone
+        // In bed and awake are skipped for their value, zone or not.
+        #expect(r.summary.uncountedValues["HKCategoryTypeIdentifierSleepAnalysis"]?.values.reduce(0, +) == 2)
     }
 }

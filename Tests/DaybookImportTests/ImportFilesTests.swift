@@ -30,9 +30,9 @@ import Testing
         #expect(read == Fixture.xml.utf8.count)
         #expect(input.total == read)
         #expect(reports == 1) // one chunk: the fixture is smaller than 1 MiB
-        // The fixture's 22 events, as the in-memory import converts them.
+        // The fixture's 26 events, as the in-memory import converts them.
         #expect(lines == (try importExport(Fixture.xml, rules: FixtureTests.rules).lines))
-        #expect(lines.count == 22 && importer.summary.events == 22)
+        #expect(lines.count == 26 && importer.summary.events == 26)
     }
 
     @Test func anInterruptStopsBeforeTheFirstChunkAndWritesNothing() throws {
