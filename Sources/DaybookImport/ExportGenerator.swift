@@ -6,7 +6,9 @@ import DaybookSupport
 /// `0x…` pointer changes per record, a watch and a phone counting the same walk, manual
 /// entries, third-party apps, byte-identical repeats, same interval with another value,
 /// zero-length samples, `HKTimeZone` on some records only, the units km/mi/m, kcal/Cal/kJ,
-/// and records of types Daybook does not total. Deterministic for a seed.
+/// kg/g/lb, oxygen saturation as a fraction of 1, sleep records of every asleep value and
+/// the in-bed and awake ones Daybook does not count, and records of types Daybook does not
+/// total. Deterministic for a seed.
 ///
 /// Each record comes with its `Truth` (what it means, in canonical units), so a reference
 /// can compute the right totals without reading the XML. Used by `daybook import generate`
@@ -95,7 +97,7 @@ public struct ExportGenerator {
         let roll = rng.below(100)
         if roll < 3, let previous { return previous } // byte-identical repeat
         let record: (xml: String, truth: Truth?)
-        if roll < 6, let previous, let truth = previous.truth, truth.metric.isCumulative, truth.id == nil {
+        if roll < 6, let previous, let truth = previous.truth, truth.metric.isCumulative, truth.id == nil, !isCategory(truth.metric) {
             record = same(as: previous.xml, truth: truth) // same interval and source, another value
         } else if roll < 12 {
             record = otherType()
@@ -107,16 +109,28 @@ public struct ExportGenerator {
     }
 
     private mutating func fresh() -> (xml: String, truth: Truth?) {
-        let metricRoll = rng.below(10)
-        let metric: Metric = metricRoll < 4 ? .steps : metricRoll < 6 ? .distance : metricRoll < 8 ? .activeEnergy : .heartRate
+        // Steps most (the property tests compare their days with the naive sum), then metrics
+        // of priority_sum, discrete (four, oxygen saturation's fraction among them) and
+        // duration_priority (sleep, a category). No `sum` metric: the property tests'
+        // reference does not compute that aggregation.
+        let metrics: [(Metric, Int)] = [(.steps, 7), (.distance, 3), (.activeEnergy, 3), (.heartRate, 2), (.restingHeartRate, 1),
+                                        (.bodyMass, 1), (.oxygenSaturation, 1), (.sleep, 2)]
+        var metricRoll = rng.below(metrics.reduce(0) { $0 + $1.1 })
+        var metric = Metric.steps
+        for (m, weight) in metrics {
+            if metricRoll < weight { metric = m; break }
+            metricRoll -= weight
+        }
         let sourceRoll = rng.below(10)
         let start = windowStart + Int64(rng.below(windowMinutes)) * 60
-        let minutes: Int64 = metric == .heartRate || rng.below(12) == 0 ? 0 : Int64(1 + (rng.below(5) == 0 ? rng.below(180) : rng.below(15)))
+        // Readings are instants; a resting heart rate spans the day it sums up (here minutes to hours).
+        let instant = metric == .heartRate || metric == .bodyMass || metric == .oxygenSaturation
+        let minutes: Int64 = instant || rng.below(12) == 0 ? 0 : Int64(1 + (rng.below(5) == 0 ? rng.below(180) : rng.below(15)))
         let end = start + minutes * 60
         let zone: String? = rng.below(4) == 0 ? (rng.below(3) == 0 ? "America/New_York" : "Europe/Berlin") : nil
         var metadata: [(String, String)] = []
         if let zone { metadata.append(("HKTimeZone", zone)) }
-        let (unit, factor, raw) = value(for: metric)
+        let (unit, raw, canonical) = isCategory(metric) ? (nil, asleepValue(), Double(minutes)) : value(for: metric)
         var name: String, version: String, device: String?, source: String, id: String? = nil
         var syncVersion: Int64?
         switch sourceRoll {
@@ -142,29 +156,29 @@ public struct ExportGenerator {
         let created = end + Int64(rng.below(3_600))
         let xml = recordXML(type: type(of: metric), name: name, version: version, device: device, unit: unit,
                             created: created, start: start, end: end, value: raw, metadata: metadata)
-        let truth = Truth(metric: metric, source: source, start: start, end: end, value: (Double(raw) ?? 0) * factor,
+        let truth = Truth(metric: metric, source: source, start: start, end: end, value: canonical,
                           zone: zone ?? defaultZone, id: id.map { "\(type(of: metric))|\(name)|\($0)" },
                           version: syncVersion ?? created * 1_000)
         return (xml, truth)
     }
 
     private mutating func same(as xml: String, truth: Truth) -> (xml: String, truth: Truth?) {
-        let (_, factor, raw) = value(for: truth.metric, unit: unitText(in: xml))
+        let (_, raw, canonical) = value(for: truth.metric, unit: unitText(in: xml))
         guard let v = xml.range(of: " value=\""), let close = xml[v.upperBound...].firstIndex(of: "\"") else { return (xml, truth) }
         var changed = truth
-        changed.value = (Double(raw) ?? 0) * factor
+        changed.value = canonical
         return (String(xml[..<v.upperBound]) + raw + String(xml[close...]), changed)
     }
 
     private mutating func otherType() -> (xml: String, truth: Truth?) {
         let start = windowStart + Int64(rng.below(windowMinutes)) * 60
-        // Types outside the catalogue, and a sleep value that is not sleep (in bed).
+        // Types outside the catalogue, and sleep values that are not sleep (in bed, awake).
         let kinds = [("HKQuantityTypeIdentifierBloodGlucose", "mg/dL", "92"), ("HKQuantityTypeIdentifierBodyTemperature", "degC", "36.8"),
                      ("HKQuantityTypeIdentifierBloodPressureSystolic", "mmHg", "120"), ("HKCategoryTypeIdentifierSleepAnalysis", "", "")]
         let k = kinds[rng.below(kinds.count)]
         let xml: String
         if k.1.isEmpty {
-            xml = " <Record type=\"\(k.0)\" sourceName=\"Ana’s Apple Watch\" sourceVersion=\"10.4\" creationDate=\"\(time(start + 3_600))\" startDate=\"\(time(start))\" endDate=\"\(time(start + 1_800))\" value=\"HKCategoryValueSleepAnalysisInBed\">\n  <MetadataEntry key=\"HKTimeZone\" value=\"Europe/Berlin\"/>\n </Record>\n"
+            xml = " <Record type=\"\(k.0)\" sourceName=\"Ana’s Apple Watch\" sourceVersion=\"10.4\" creationDate=\"\(time(start + 3_600))\" startDate=\"\(time(start))\" endDate=\"\(time(start + 1_800))\" value=\"HKCategoryValueSleepAnalysis\(rng.below(3) == 0 ? "Awake" : "InBed")\">\n  <MetadataEntry key=\"HKTimeZone\" value=\"Europe/Berlin\"/>\n </Record>\n"
         } else {
             xml = recordXML(type: k.0, name: "Ana’s iPhone", version: "17.4", device: nil, unit: k.1, created: start + 600,
                             start: start, end: start + 600, value: k.2, metadata: [])
@@ -172,11 +186,13 @@ public struct ExportGenerator {
         return (xml, nil)
     }
 
-    private func recordXML(type: String, name: String, version: String, device: String?, unit: String, created: Int64,
+    /// A `<Record>`; a category record (`unit` nil) has no unit attribute.
+    private func recordXML(type: String, name: String, version: String, device: String?, unit: String?, created: Int64,
                            start: Int64, end: Int64, value: String, metadata: [(String, String)]) -> String {
         var s = " <Record type=\"\(type)\" sourceName=\"\(name)\" sourceVersion=\"\(version)\""
         if let device { s += " device=\"\(device)\"" }
-        s += " unit=\"\(unit)\" creationDate=\"\(time(created))\" startDate=\"\(time(start))\" endDate=\"\(time(end))\" value=\"\(value)\""
+        if let unit { s += " unit=\"\(unit)\"" }
+        s += " creationDate=\"\(time(created))\" startDate=\"\(time(start))\" endDate=\"\(time(end))\" value=\"\(value)\""
         guard !metadata.isEmpty else { return s + "/>\n" }
         s += ">\n"
         for (k, v) in metadata { s += "  <MetadataEntry key=\"\(k)\" value=\"\(v)\"/>\n" }
@@ -187,13 +203,23 @@ public struct ExportGenerator {
         AppleHealthImporter.metrics.first { $0.value == metric }?.key ?? ""
     }
 
+    /// Whether the metric's records are a category's (sleep): a value name, no unit.
+    private func isCategory(_ metric: Metric) -> Bool { AppleHealthImporter.categoryValues[type(of: metric)] != nil }
+
+    /// One of the sleep values Daybook counts, the stages most often, as watches since iOS 16 write them.
+    private mutating func asleepValue() -> String {
+        let values = ["AsleepCore", "AsleepCore", "AsleepDeep", "AsleepREM", "AsleepREM", "AsleepUnspecified", "Asleep"]
+        return "HKCategoryValueSleepAnalysis" + values[rng.below(values.count)]
+    }
+
     private func unitText(in xml: String) -> String? {
         guard let u = xml.range(of: " unit=\""), let close = xml[u.upperBound...].firstIndex(of: "\"") else { return nil }
         return String(xml[u.upperBound..<close])
     }
 
-    /// A unit of the metric (or `unit`), its factor to the canonical unit, and a value as text.
-    private mutating func value(for metric: Metric, unit: String? = nil) -> (String, Double, String) {
+    /// A unit of the metric (or `unit`), a value as text, and that value in the canonical unit
+    /// (as the event format converts it; oxygen saturation's fraction as the percent it means).
+    private mutating func value(for metric: Metric, unit: String? = nil) -> (unit: String?, raw: String, canonical: Double) {
         let units = metric.units
         let chosen = unit.flatMap { u in units.first { $0.unit == u } } ?? units[rng.below(units.count)]
         let raw: String
@@ -207,9 +233,17 @@ public struct ExportGenerator {
             let tenths = rng.below(3_000)
             raw = chosen.unit == "kJ" ? decimal(tenths * 4_184, scale: 10_000) : decimal(tenths, scale: 10)
         case .flightsClimbed: raw = String(rng.below(20))
+        case .restingHeartRate: raw = String(40 + rng.below(50))
+        case .bodyMass:
+            let tenths = 450 + rng.below(800) // 45.0 to 124.9 kg
+            raw = chosen.unit == "g" ? String(tenths * 100) : chosen.unit == "kg" ? decimal(tenths, scale: 10) : decimal(tenths * 22, scale: 100)
+        case .oxygenSaturation:
+            // Written as a fraction of 1 (HealthKit's percent unit): 0.97, 0.955, 1; meant as 97, 95.5, 100 %.
+            let permille = 880 + rng.below(121)
+            return (chosen.unit, decimal(permille, scale: 1_000), Double(permille) / 10)
         default: raw = "1"
         }
-        return (chosen.unit, chosen.factor, raw)
+        return (chosen.unit, raw, (Double(raw) ?? 0) * chosen.factor)
     }
 
     /// `n / scale` as a plain decimal with at most 6 fractional digits ("0.0372").

@@ -7,8 +7,10 @@ import Testing
 
 /// Generated exports (watch and phone counting the same walks, manual entries, an app with
 /// re-synced records, byte-identical repeats, same interval with another value, instants,
-/// HKTimeZone on some records, every unit, around DST changes) imported and rolled up give
-/// what a slow per-minute reference computes from the generator's own account of each record.
+/// HKTimeZone on some records, every unit, around DST changes; readings of four discrete
+/// metrics, oxygen saturation as a fraction; sleep, with in-bed and awake records) imported
+/// and rolled up give what a slow per-minute reference computes from the generator's own
+/// account of each record.
 @Suite struct ImportPropertyTests {
     static let seeds = Array(1...60).map(UInt64.init)
     /// Midnights (UTC) of days around DST changes in Berlin and New York.
@@ -34,6 +36,10 @@ import Testing
         let imported = try importExport(xml, zone: zone, chunk: 1 + Int(seed % 4_000))
         #expect(imported.error == nil)
         #expect(imported.summary.rejectedCount == 0, "\(imported.summary.rejected)")
+        // Every in-bed and awake record is counted as such (the generator writes no other value name with these endings).
+        let uncounted = ["SleepAnalysisInBed\"", "SleepAnalysisAwake\""].map { xml.components(separatedBy: $0).count - 1 }
+        #expect(imported.summary.uncountedValues["HKCategoryTypeIdentifierSleepAnalysis", default: [:]]
+            == ["HKCategoryValueSleepAnalysisInBed": uncounted[0], "HKCategoryValueSleepAnalysisAwake": uncounted[1]].filter { $0.value > 0 })
         // A record whose id was written at a higher version already is not written.
         var highest: [String: Int64] = [:]
         var dropped = 0
@@ -77,7 +83,9 @@ import Testing
 
 /// Daybook's rules written the slow, obvious way over what each record means: replay
 /// (a record with an id replaces the one in force with that id if its version is at least
-/// as high), then walk every minute and every instant. Civil days come from Foundation's Calendar, not from `ZoneRules`.
+/// as high), then walk every minute and every instant: a minute adds the winner's value pro
+/// rata, or, for a metric that counts time (sleep), the minute itself; an instant adds its
+/// value, or nothing (but makes the row). Civil days come from Foundation's Calendar, not from `ZoneRules`.
 struct Reference {
     let priority = SourcePriority.builtIn
     private var calendars: [String: Calendar] = [:]
@@ -118,12 +126,12 @@ struct Reference {
             return a.seq > b.seq
         }
         var sums: [String: Double] = [:]
-        var heart: [String: [(Int, Double)]] = [:]
+        var readings: [String: [(Int, Double)]] = [:]
         for metric in Metric.allCases {
             let mine = all.filter { $0.t.metric == metric }
             guard !mine.isEmpty else { continue }
             if !metric.isCumulative {
-                for m in mine { heart["\(metric.rawValue) \(day(m.t.start, m.t.zone))", default: []].append((m.seq, m.t.value)) }
+                for m in mine { readings["\(metric.rawValue) \(day(m.t.start, m.t.zone))", default: []].append((m.seq, m.t.value)) }
                 continue
             }
             let intervals = mine.filter { $0.t.start != $0.t.end }
@@ -133,18 +141,18 @@ struct Reference {
                 let covering = intervals.filter { $0.t.start <= t && t < $0.t.end }
                 if var best = covering.first {
                     for c in covering.dropFirst() where better(c, best) { best = c }
-                    sums["\(metric.rawValue) \(day(t, best.t.zone))", default: 0] += best.t.value / Double((best.t.end - best.t.start) / 60)
+                    sums["\(metric.rawValue) \(day(t, best.t.zone))", default: 0] += metric.countsTime ? 1 : best.t.value / Double((best.t.end - best.t.start) / 60)
                 }
                 t += 60
             }
             for p in mine where p.t.start == p.t.end {
                 let shadowed = intervals.contains { $0.t.start <= p.t.start && p.t.start < $0.t.end && priority.ranks($0.t.source, above: p.t.source, for: metric) }
                 let outranked = mine.contains { $0.t.start == $0.t.end && $0.t.start == p.t.start && $0.seq != p.seq && better($0, p) }
-                if !shadowed && !outranked { sums["\(metric.rawValue) \(day(p.t.start, p.t.zone))", default: 0] += p.t.value }
+                if !shadowed && !outranked { sums["\(metric.rawValue) \(day(p.t.start, p.t.zone))", default: 0] += metric.countsTime ? 0 : p.t.value }
             }
         }
         var out: [String: DaySummary] = sums.mapValues { .cumulative(value: $0, sources: []) }
-        for (k, values) in heart {
+        for (k, values) in readings {
             let v = values.sorted { $0.0 < $1.0 }.map(\.1)
             out[k] = .discrete(min: v.min() ?? 0, max: v.max() ?? 0, average: v.reduce(0, +) / Double(v.count), count: v.count, latest: nil)
         }
