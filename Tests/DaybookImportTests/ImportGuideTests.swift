@@ -61,4 +61,22 @@ import Testing
             #expect(figure(cells[2]) == daybook, "\(day): Daybook")
         }
     }
+
+    /// The guide's "What is imported" names every type the importer maps, and nothing else.
+    @Test func theGuideNamesEveryImportedType() throws {
+        let text = try String(contentsOf: Self.guide, encoding: .utf8)
+        let start = try #require(text.range(of: "## What is imported\n"))
+        let section = text[start.upperBound...]
+        let body = section[..<(section.range(of: "\n## ")?.lowerBound ?? section.endIndex)]
+        for type in AppleHealthImporter.metrics.keys {
+            let short = type.replacingOccurrences(of: "HKQuantityTypeIdentifier", with: "")
+            #expect(body.contains(short), "the guide does not name \(type)")
+        }
+        let named = body.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).filter { word in
+            word.first?.isUppercase == true && word.dropFirst().contains(where: \.isUppercase) && word.contains(where: \.isLowercase)
+                && !word.hasPrefix("HKCategoryValue") && !word.hasPrefix("HKQuantityTypeIdentifier")
+        }
+        let known = Set(AppleHealthImporter.metrics.keys.map { $0.replacingOccurrences(of: "HKQuantityTypeIdentifier", with: "") })
+        for word in named { #expect(known.contains(String(word)), "the guide names \(word), which the import does not map") }
+    }
 }
