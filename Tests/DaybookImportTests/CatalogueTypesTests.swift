@@ -29,8 +29,8 @@ import Testing
         #expect(r.samples.map(\.value) == [97, 57, 98, 100])
         #expect(r.samples.allSatisfy { $0.metric == .oxygenSaturation })
         #expect(r.lines[0].contains(#""metric":"oxygen_saturation","source":"watch","start":"2024-07-15T07:30:00+02:00","end":"2024-07-15T07:30:00+02:00","value":97,"unit":"%""#), "\(r.lines[0])")
-        // min 57, max 100, mean (97 + 57 + 98 + 100) / 4 = 352 / 4 = 88.
-        #expect(rollup(r.samples)["oxygen_saturation 2024-07-15"] == .discrete(min: 57, max: 100, average: 88, count: 4))
+        // min 57, max 100, mean (97 + 57 + 98 + 100) / 4 = 352 / 4 = 88; latest 100, the 07:33 reading.
+        #expect(rollup(r.samples)["oxygen_saturation 2024-07-15"] == .discrete(min: 57, max: 100, average: 88, count: 4, latest: 100))
         #expect(r.summary.render(destination: "written").contains("\n  oxygen_saturation: 4 (watch 4)\n"))
     }
 
