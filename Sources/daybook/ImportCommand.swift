@@ -209,7 +209,7 @@ enum ImportCommand: Subcommand {
             case .file: output = "nothing was written"
             case .staging: output = "nothing was published"
             }
-            throw CLIError.usage("\(NumberText.grouped(summary.missingZone)) of \(NumberText.grouped(known)) step, distance, energy and heart-rate records have no HKTimeZone metadata (the first at line \(summary.firstMissingZoneLine ?? 0)); give --zone with the zone the phone was in when they were recorded (e.g. --zone Europe/Berlin; records with HKTimeZone keep theirs); \(output)")
+            throw CLIError.usage("\(NumberText.grouped(summary.missingZone)) of \(NumberText.grouped(known)) records of the types Daybook imports have no HKTimeZone metadata (the first at line \(summary.firstMissingZoneLine ?? 0)); give --zone with the zone the phone was in when they were recorded (e.g. --zone Europe/Berlin; records with HKTimeZone keep theirs); \(output)")
         }
         try sink.flush()
 
