@@ -27,12 +27,15 @@ public struct DaybookConfiguration: Sendable {
     public var batchDelayMilliseconds = 5_000
     /// `freshness`: each source's silence threshold and page fraction, and the canaries.
     public var freshness = FreshnessPolicy()
+    /// `metrics`: entries added to the built-in metric catalogue (`MetricsSection`), in
+    /// place order after the built-in ones. `load` installs them for the process.
+    public var metrics: [MetricDefinition] = []
 
     /// The defaults, as if from an empty file.
     public init() {}
 
     /// The members a configuration file may have at its top level.
-    public static let sections = ["priority", "kafka", "state", "freshness"]
+    public static let sections = ["priority", "kafka", "state", "freshness", "metrics"]
 
     /// Reads `path` (or returns the defaults for nil; `-` is standard input). `brokers`
     /// overrides bootstrap.servers.
@@ -63,6 +66,15 @@ public struct DaybookConfiguration: Sendable {
                 }
                 for key in members.keys.sorted() where !sections.contains(key) {
                     throw ConfigurationError(field: key, message: "unknown setting; use \(sections.joined(separator: ", "))")
+                }
+                // The metrics first: the priority may name one of them.
+                if let metrics = json["metrics"] {
+                    config.metrics = try MetricsSection.read(metrics)
+                    do {
+                        try MetricCatalogue.install(adding: config.metrics)
+                    } catch {
+                        throw ConfigurationError(field: "metrics", message: error.description)
+                    }
                 }
                 config.priority = try SourcePriority(configuration: json)
                 if let kafka = json["kafka"] { try config.readKafka(kafka, environment: resolvingSecrets ? environment : nil) }

@@ -16,7 +16,7 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     /// The metric of catalogue entry `index`.
     private init(_ index: UInt8) {
         code = index
-        aggregation = MetricCatalogue.builtIn[Int(index)].aggregation
+        aggregation = Metric.definitions[Int(index)].aggregation
     }
 
     /// Whether its samples are summed over time (`priority_sum`, `sum`, `duration_priority`),
@@ -57,7 +57,7 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     public static let sleep = Metric(16)
 
     /// Entries of tables indexed by a metric's `index`: one per catalogue entry.
-    static let tableSize = MetricCatalogue.builtIn.count
+    static let tableSize = definitions.count
 
     /// The metrics events carry: every catalogue entry, in catalogue order.
     public static let allCases: [Metric] = (0..<tableSize).map { Metric(UInt8($0)) }
@@ -70,7 +70,10 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
         self = metric
     }
 
-    static let names: [String] = MetricCatalogue.builtIn.map(\.name)
+    static let names: [String] = definitions.map(\.name)
+
+    /// The metrics the configuration added to the catalogue, by name (empty without any).
+    static let added: [String: Metric] = Dictionary(uniqueKeysWithValues: allCases.dropFirst(MetricCatalogue.builtIn.count).map { ($0.rawValue, $0) })
 
     /// The unit values are stored in (the catalogue's, `MetricDefinition.canonicalUnit`).
     public var canonicalUnit: String { definition.canonicalUnit }
@@ -100,7 +103,7 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
     public var debugDescription: String { "DaybookCore.Metric." + Metric.swiftNames[index] }
     /// Each entry's name in Swift: its event name in lower camel case (`active_energy` →
     /// `activeEnergy`), as the enum's cases were named.
-    static let swiftNames: [String] = MetricCatalogue.builtIn.map { entry in
+    static let swiftNames: [String] = definitions.map { entry in
         let words = entry.name.split(separator: "_")
         return words.enumerated().map { i, word in i == 0 ? String(word) : word.prefix(1).uppercased() + word.dropFirst() }.joined()
     }

@@ -185,7 +185,8 @@ enum FastEventReader {
         if name.is("body_mass") { return .bodyMass }
         if name.is("oxygen_saturation") { return .oxygenSaturation }
         if name.is("respiratory_rate") { return .respiratoryRate }
-        return nil
+        // A metric the configuration added (`MetricCatalogue.install`): looked up by its text.
+        return Metric.added.isEmpty ? nil : Metric.added[name.string]
     }
 
     /// The factor `Metric.units` gives `unit` for `metric`, found by bytes; nil for a unit
@@ -220,7 +221,10 @@ enum FastEventReader {
             if unit.is("mL") { return 1 }
             if unit.is("L") { return 1000 }
             return unit.is("fl_oz_us") ? 29.5735295625 : nil
-        default: return nil // a metric this reader does not know: `FastEventReaderTests` checks every one against the catalogue
+        default:
+            // A metric the configuration added: its entry's units, by their text.
+            // (`FastEventReaderTests` checks every built-in one against the catalogue.)
+            return metric.index >= MetricCatalogue.builtIn.count ? metric.definition.factor(of: unit.string) : nil
         }
     }
 

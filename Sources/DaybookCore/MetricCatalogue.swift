@@ -1,3 +1,5 @@
+import Synchronization
+
 /// How the samples of a metric make its day's (and hour's) row. The anchors aggregate each
 /// health type in one of these ways: Health Connect's `PriorityRecordsAggregator` and
 /// `AggregationType`, HealthKit's `cumulativeSum` and `discreteAverage`/`Min`/`Max`/`mostRecent`.
@@ -109,14 +111,60 @@ public enum MetricCatalogue {
                          aggregation: .durationPriority, healthKit: ["HKCategoryTypeIdentifierSleepAnalysis"]),
     ]
 
-    /// The built-in entry an Apple Health record of type `type` imports as, if any.
+    /// The entry (built in, or added by the configuration) an Apple Health record of type
+    /// `type` imports as, if any.
     public static func definition(forHealthKit type: String) -> MetricDefinition? {
-        builtIn.first { $0.healthKit.contains(type) }
+        Metric.definitions.first { $0.healthKit.contains(type) }
     }
 
-    /// The built-in entry named `name`, if any.
+    /// The entry (built in, or added by the configuration) named `name`, if any.
     public static func definition(named name: String) -> MetricDefinition? {
-        builtIn.first { $0.name == name }
+        Metric.definitions.first { $0.name == name }
+    }
+
+    /// The most entries a catalogue holds, built-in and added: a metric's place must fit the
+    /// uuid index's (`Shard.placeMetrics`, checked equal by `UUIDIndexTests`).
+    public static let maximumEntries = 38
+
+    /// Why entries cannot be added to this process's catalogue.
+    public struct InstallError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The entries added to this process's catalogue, and whether metrics are in use (from
+    /// then on the catalogue is fixed: every metric's number and rule must stay what they were).
+    private static let installation = Mutex<(added: [MetricDefinition], inUse: Bool)>(([], false))
+
+    /// Adds `entries` (a configuration's metrics, checked by its reader) after the built-in
+    /// ones for the rest of the process: in the given order, from place `builtIn.count` on,
+    /// they are metrics like the built-in ones (events, rows, shards, imports). A process
+    /// installs them at start-up, before it names any metric; installing the same entries
+    /// again does nothing (a command that reads its configuration twice).
+    /// - Throws: when metrics are already in use under other entries, or when the entries
+    ///   would make a name twice or more entries than `maximumEntries`.
+    public static func install(adding entries: [MetricDefinition]) throws(InstallError) {
+        var names = Set(builtIn.map(\.name))
+        for entry in entries where !names.insert(entry.name).inserted {
+            throw InstallError(description: "metric \(entry.name) is in the catalogue twice")
+        }
+        guard builtIn.count + entries.count <= maximumEntries else {
+            throw InstallError(description: "\(entries.count) metrics added to the \(builtIn.count) built in: at most \(maximumEntries - builtIn.count) can be")
+        }
+        let refused: InstallError? = installation.withLock { state in
+            if state.added == entries { return nil }
+            if state.inUse { return InstallError(description: "the metric catalogue is already in use under other entries; add metrics before anything names one") }
+            state.added = entries
+            return nil
+        }
+        if let refused { throw refused }
+    }
+
+    /// This process's catalogue: the built-in entries, then the installed ones. Fixes it.
+    static func entriesInUse() -> [MetricDefinition] {
+        installation.withLock { state in
+            state.inUse = true
+            return builtIn + state.added
+        }
     }
 
     /// What a shard's rows depend on in each entry, in place order: `name:aggregation:unit`
@@ -149,6 +197,7 @@ extension Metric {
     static let bounds: [Double] = definitions.map(\.maximumPerSample)
 
     /// The entries of `allCases`, by `index`, looked up once: the catalogue metrics are
-    /// numbered by (a shard records it, `MetricCatalogue.record`).
-    public static let definitions: [MetricDefinition] = MetricCatalogue.builtIn
+    /// numbered by (a shard records it, `MetricCatalogue.record`), the built-in entries and
+    /// those the configuration added (`MetricCatalogue.install`).
+    public static let definitions: [MetricDefinition] = MetricCatalogue.entriesInUse()
 }

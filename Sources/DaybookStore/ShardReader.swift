@@ -233,8 +233,11 @@ public final class TotalsCursor {
     /// or a reader must not miss it.
     public func next() throws -> DayTotal? {
         guard let rows, let sources, try rows.step() else { return nil }
-        guard let metric = Metric(rawValue: rows.text(1)), let day = CivilDay(rows.text(2)) else {
-            throw Shard.ShardError(.notAShard, "\(path): a totals row has metric \(JSONWriter.quoted(rows.text(1))) and day \(JSONWriter.quoted(rows.text(2))), which are not a metric and a day (damaged, or written by a newer Daybook): rebuild the projection")
+        guard let metric = Metric(rawValue: rows.text(1)) else {
+            throw Shard.ShardError(.notAShard, "\(path): a totals row has metric \(JSONWriter.quoted(rows.text(1))), which is not in this Daybook's metric catalogue: give the --config whose metrics section adds it (the projector's), or, if a newer Daybook wrote it, read it with that one")
+        }
+        guard let day = CivilDay(rows.text(2)) else {
+            throw Shard.ShardError(.notAShard, "\(path): a totals row has day \(JSONWriter.quoted(rows.text(2))), which is not a day (damaged, or written by a newer Daybook): rebuild the projection")
         }
         let key = DayKey(user: rows.text(0), metric: metric, day: day)
         guard metric.isCumulative else {

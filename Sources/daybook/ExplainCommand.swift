@@ -31,13 +31,15 @@ enum ExplainCommand: Subcommand {
         }
         guard let user = arguments.value("--user") else { throw CLIError.usage("explain needs --user") }
         guard let metricName = arguments.value("--metric") else { throw CLIError.usage("explain needs --metric") }
+        // Before any metric is named: the configuration may add metrics to the catalogue.
+        let config = try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false)
         guard let metric = Metric(rawValue: metricName) else {
             throw CLIError.usage("--metric '\(TerminalText.escaped(metricName))' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let dayText = arguments.value("--day") else { throw CLIError.usage("explain needs --day") }
         guard let day = CivilDay(dayText) else { throw CLIError.usage("--day '\(TerminalText.escaped(dayText))' is not a date (YYYY-MM-DD)") }
 
-        let ledger = Ledger(priority: try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false).priority)
+        let ledger = Ledger(priority: config.priority)
         let rejected = try RollupCommand.load(path, into: ledger)
         let e = ledger.explain(DayKey(user: user, metric: metric, day: day))
         var out = OutputBuffer()

@@ -1,3 +1,4 @@
+import DaybookConfiguration
 import DaybookCore
 import DaybookPipeline
 import DaybookStore
@@ -8,7 +9,7 @@ import Foundation
 enum TotalsCommand: Subcommand {
     static let name = "totals"
     static let abstract = "Print daily totals from the projector's shards."
-    static let usage = "totals --data DIR [--user U] [--metric M] [--from DAY] [--to DAY] [--bucket day|hour] [--format table|json|csv]"
+    static let usage = "totals --data DIR [--user U] [--metric M] [--from DAY] [--to DAY] [--bucket day|hour] [--format table|json|csv] [--config FILE]"
     static let options = [
         SharedOptions.data(),
         OptionSpec(name: "--user", value: "U", help: "Only this user."),
@@ -17,6 +18,7 @@ enum TotalsCommand: Subcommand {
         OptionSpec(name: "--to", value: "DAY", help: "Last day, YYYY-MM-DD (inclusive)."),
         OptionSpec(name: "--bucket", value: "B", help: "day (default): one row per civil day; hour: one row per civil hour."),
         SharedOptions.format("table (default, for people), json (the lines of 'daybook rollup'), or csv."),
+        SharedOptions.config("The metrics it adds to the catalogue (its metrics section): rows of an added metric read only with it."),
     ]
     static let discussion = """
     json prints exactly the lines 'daybook rollup' prints for the same log. table shows one
@@ -70,6 +72,8 @@ enum TotalsCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("totals takes no positional arguments") }
         let data = try arguments.data(for: "totals")
+        // Before any metric is named: the configuration may add metrics to the catalogue.
+        _ = try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false)
         var query = ShardReader.Query(user: arguments.value("--user"))
         if let m = arguments.value("--metric") {
             guard let metric = Metric(rawValue: m) else {

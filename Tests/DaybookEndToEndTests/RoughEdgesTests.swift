@@ -18,8 +18,8 @@ import Testing
         (#"{"kafka":{"bootstrap.server":"x:1"}}"#, "kafka.bootstrap.server: unknown setting; use bootstrap.servers"),
         (#"{"kafka":{"producer":{"linger":5}}}"#, "kafka.producer.linger: unknown producer setting; use compression, linger.ms"),
         (#"{"kafka":{"consumer":{"group":"g"}}}"#, "kafka.consumer.group: unknown consumer setting; use group.id"),
-        ("[]", "(top level): must be a JSON object with the members priority, kafka, state, freshness, got an array"),
-        ("5", "(top level): must be a JSON object with the members priority, kafka, state, freshness, got 5"),
+        ("[]", "(top level): must be a JSON object with the members priority, kafka, state, freshness, metrics, got an array"),
+        ("5", "(top level): must be a JSON object with the members priority, kafka, state, freshness, metrics, got 5"),
     ])
     func configurationTyposFailNamingTheKey(config: String, message: String) throws {
         let r = try Daybook.run(["rollup", try scratch.file(Self.oneSample), "--config", try scratch.file(config, suffix: ".json")])
