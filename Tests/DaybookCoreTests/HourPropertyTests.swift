@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Seeded random logs around DST nights in whole-, half- and quarter-hour zones, with
-/// overlapping sources: the printed hours of every day add up to its printed row, each
+/// overlapping sources, of every aggregation: the printed hours of every day add up to its printed row, each
 /// hour's shares to its value, and a window of the samples gives the ledger's hours.
 @Suite struct HourPropertyTests {
     static let zones = ["America/New_York", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Lord_Howe", "Europe/Berlin", "UTC", "Pacific/Chatham"]
@@ -18,12 +18,16 @@ import Testing
         let base = anchors[rng.below(anchors.count)] - Instant.nanosPerDay
         var events: [Event] = []
         for n in 0..<(20 + rng.below(60)) {
-            let metric: Metric = rng.below(5) == 0 ? .heartRate : rng.below(4) == 0 ? .distance : .steps
+            // Every aggregation: priority_sum (steps, distance), sum (water), duration_priority
+            // (exercise time), discrete (heart rate, body mass).
+            let roll = rng.below(20)
+            let metric: Metric = roll < 4 ? .heartRate : roll < 5 ? .bodyMass : roll < 8 ? .distance : roll < 10 ? .water
+                : roll < 12 ? .exerciseTime : .steps
             let start = base + Int64(rng.below(3 * 24 * 60)) * 60 * Instant.nanosPerSecond + Int64(rng.below(60)) * Instant.nanosPerSecond
-            let length: Int64 = metric == .heartRate || rng.below(6) == 0 ? 0
+            let length: Int64 = !metric.isCumulative || rng.below(6) == 0 ? 0
                 : Int64(1 + (rng.below(5) == 0 ? rng.below(3000) : rng.below(180))) * 60 * Instant.nanosPerSecond + Int64(rng.below(7)) * 1_000_000
             // Values with fractions that no power of ten holds exactly (sevenths).
-            let value = metric == .heartRate ? Double(40 + rng.below(150)) : Double(rng.below(100_000)) / 7
+            let value = !metric.isCumulative ? Double(40 + rng.below(150)) : Double(rng.below(100_000)) / 7
             let user = rng.below(3) == 0 ? "bo" : "ana"
             events.append(.sampleAdded(Sample(user: user, uuid: "s\(n)", metric: metric, source: sources[rng.below(sources.count)],
                                               start: Instant(nanoseconds: start), end: Instant(nanoseconds: start + length),
