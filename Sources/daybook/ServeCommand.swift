@@ -24,7 +24,7 @@ enum ServeCommand: Subcommand {
         OptionSpec(name: "--delivery-timeout", value: "SECONDS", help: "A sync not delivered within this is answered 503 (1-300, default 10)."),
         OptionSpec(name: "--sync-rate", value: "N", help: "Syncs a second each token may send on average (1-1000000, default 50)."),
         OptionSpec(name: "--sync-burst", value: "N", help: "Syncs each token may send at once (1-1000000, default 100)."),
-        SharedOptions.config("kafka settings (bootstrap servers, group, partitioner)."),
+        SharedOptions.config("kafka settings (bootstrap servers, group, partitioner), and the metrics it adds to the catalogue (rows of an added metric are read only with it)."),
         SharedOptions.topic(),
         KafkaOptions.connectTimeout,
     ]
@@ -88,6 +88,9 @@ enum ServeCommand: Subcommand {
         guard let listen = ListenAddress(listenText) else {
             throw CLIError.usage("--listen '\(TerminalText.escaped(listenText))' is not HOST:PORT; write 127.0.0.1:8080, or [::1]:8080 for IPv6")
         }
+        // Before any metric is named: the configuration may add metrics to the catalogue
+        // (standard input is read once, where the Kafka settings are read, with --group or --ingest).
+        if let path = arguments.value("--config"), path != "-" { _ = try DaybookConfiguration.load(path, resolvingSecrets: false) }
         var configuration = ReadServiceConfiguration(dataDirectory: data)
         configuration.host = listen.host
         configuration.port = listen.port
