@@ -152,7 +152,7 @@ public final class ShardProjection {
         var delivered: Instant?
         var newestEnd: Instant?
         var zone: Int32 = -1
-        var metrics: UInt32 = 0
+        var metrics: UInt64 = 0 // a bit per metric: up to 38 (`MetricCatalogue.maximumEntries`)
 
         init() {}
         init(_ e: Ledger.Staged) {
@@ -183,7 +183,7 @@ public final class ShardProjection {
                 newestEnd = e.end
                 zone = e.zone
             }
-            metrics |= 1 << UInt32(e.metric.storageCode)
+            metrics |= 1 << UInt64(e.metric.storageCode)
         }
 
         /// Merges the run into the batch's sync state (nothing for an empty run).
@@ -191,7 +191,7 @@ public final class ShardProjection {
             guard user >= 0 else { return }
             let sync = SourceSync(user: names.name(user), source: names.name(source), lastSampleDelivered: delivered,
                                   newestSampleEnd: newestEnd, zone: zone < 0 ? nil : names.name(zone),
-                                  metrics: Set(Metric.allCases.filter { metrics & (1 << UInt32($0.storageCode)) != 0 }))
+                                  metrics: Set(Metric.allCases.filter { metrics & (1 << UInt64($0.storageCode)) != 0 }))
             batch.sync[SyncKey(user: sync.user, source: sync.source), default: SourceSync(user: sync.user, source: sync.source)].merge(sync)
         }
     }
