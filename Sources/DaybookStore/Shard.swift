@@ -426,6 +426,12 @@ public final class Shard {
     func checkCatalogue(_ entries: [MetricDefinition]) throws {
         let current = MetricCatalogue.record(entries)
         let stored = try database.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+        if stored == nil, try database.statement("SELECT 1 FROM packs WHERE metric >= 7 LIMIT 1").firstRow({ _ in true }) ?? false {
+            // Written by the one Daybook that carried metrics from exercise_time (7) on before
+            // the uuid index had places for them (`place(metric:day:)`): their index entries
+            // name packs that do not exist, so a re-read would store their samples twice.
+            throw ShardError(.catalogueMismatch, "\(path) holds samples of metrics from exercise_time on, written before the uuid index could place them (their lookups would miss and count them twice): rebuild the projection.")
+        }
         if let stored {
             if stored == current { return }
             let changes = MetricCatalogue.changes(from: stored, to: entries)

@@ -80,6 +80,25 @@ import Testing
         }
     }
 
+    /// A shard without a record of its catalogue that holds packs of metrics from 7 on was
+    /// written by the Daybook whose uuid index could not place them: refused, asking for a
+    /// rebuild. One that holds only the first seven metrics records the catalogue and opens.
+    @Test func aShardWithUnplaceableMetricsFromBeforeTheRecordIsRefused() throws {
+        let path = scratch.path + "/unplaced.sqlite"
+        func open() throws { _ = try Shard(path: path, topic: "t", partition: 0, fingerprint: "f") }
+        try open()
+        let db = try Database(path: path)
+        try db.execute("DELETE FROM meta WHERE key = 'metrics'; INSERT INTO packs (user, metric, day, samples) VALUES ('ana', 2, 19800, x'00')")
+        try open()
+        try db.execute("DELETE FROM meta WHERE key = 'metrics'; INSERT INTO packs (user, metric, day, samples) VALUES ('ana', 9, 19800, x'00')")
+        #expect {
+            try open()
+        } throws: { error in
+            let e = error as? Shard.ShardError
+            return e?.kind == .catalogueMismatch && e?.message.contains("written before the uuid index could place them") == true
+        }
+    }
+
     @Test func aNewShardHasTheSchemaItsMigrationsLeadTo() throws {
         let fresh = try Shard(path: scratch.path + "/fresh.sqlite", topic: "t", partition: 0, fingerprint: "f")
         // The old way: every migration in turn, then the move into packs (which drops
