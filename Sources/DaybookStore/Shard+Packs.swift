@@ -25,9 +25,9 @@ extension Shard {
     ///
     /// The first form alone had room for seven metrics: the catalogue's eighth
     /// (exercise_time, 7 + 1 = 8) spilled into the day bits, and a uuid's lookup then named
-    /// the wrong pack, so a re-read sample was stored twice (issue 30; shards that hold
-    /// exercise_time, stand_time, water, dietary_energy or sleep samples written before this
-    /// must be rebuilt). `ShardTests` checks both forms round trip.
+    /// the wrong pack, so a re-read sample was stored twice (issue 30; a shard that holds
+    /// such samples written before this is refused on open, asking for a rebuild:
+    /// `checkCatalogue`). `UUIDIndexTests` checks both forms round trip.
     static func place(metric: Int, day: Int64) -> Int64 {
         precondition(metric >= 0 && metric < placeMetrics, "metric \(metric) has no place in the uuid index")
         return metric < 7 ? day << 3 | Int64(metric + 1) : day << 8 | Int64(metric - 6) << 3
