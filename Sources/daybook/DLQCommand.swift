@@ -25,7 +25,7 @@ enum DLQCommand: Subcommand {
         OptionSpec(name: "--partition", value: "P", help: "list: only these partitions (repeat it, or P,P).", repeatable: true),
         OptionSpec(name: "--all", value: nil, help: "list: the replayed dead letters too (default: only pending ones)."),
         OptionSpec(name: "--brokers", value: "B", help: "replay: bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
-        SharedOptions.config("replay: configuration, as for publish (kafka.properties, kafka.secrets, kafka.producer)."),
+        SharedOptions.config("replay: configuration, as for publish (kafka.properties, kafka.secrets, kafka.producer, and the metrics it adds to the catalogue)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--fix", value: "FILE", help: "replay: repaired events, one JSON line per dead letter (see below)."),
         OptionSpec(name: "--id", value: "ID", help: "replay: only these dead letters, P:OFFSET as list shows (repeat it, or ID,ID).", repeatable: true),

@@ -15,7 +15,7 @@ enum DemoCommand: Subcommand {
     static let options = [
         OptionSpec(name: "--events", value: "FILE", help: "Events to publish (default examples/week.jsonl)."),
         SharedOptions.data("Where to put the shards (default: a new temporary directory)."),
-        SharedOptions.config("Source priority (default config/daybook.json if present)."),
+        SharedOptions.config("Source priority and added metrics (default config/daybook.json if present)."),
     ]
     static let discussion = """
     Starts an in-process Kafka broker (librdkafka's mock cluster, 4 partitions), publishes

@@ -10,7 +10,7 @@ enum ExplainCommand: Subcommand {
         OptionSpec(name: "--user", value: "USER", help: "The user to explain."),
         OptionSpec(name: "--metric", value: "METRIC", help: "steps, active_energy, distance, heart_rate, distance_cycling, basal_energy, flights_climbed, water, dietary_energy, exercise_time, stand_time or sleep."),
         OptionSpec(name: "--day", value: "YYYY-MM-DD", help: "The civil day (in each sample's own zone)."),
-        SharedOptions.config("Configuration with the source priority (default: built-in)."),
+        SharedOptions.config("Configuration with the source priority (default: built-in) and the metrics it adds to the catalogue."),
     ]
     static let discussion = """
     Prints each stretch of the day (wall-clock time in the winning sample's zone), the

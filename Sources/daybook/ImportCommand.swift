@@ -24,7 +24,7 @@ enum ImportCommand: Subcommand {
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete; a symlink's target is, the link stays; a FIFO or device is written through) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
         SharedOptions.topic("With --brokers: the topic (default health-samples)."),
-        SharedOptions.config("With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish)."),
+        SharedOptions.config("With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish), and the metrics it adds (their health_kit types are imported)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--megabytes", value: "N", help: "generate: about how large the export is (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "generate: random seed, for a repeatable export (default 1)."),

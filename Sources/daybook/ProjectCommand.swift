@@ -14,7 +14,7 @@ enum ProjectCommand: Subcommand {
     static let options = [
         KafkaOptions.brokers,
         SharedOptions.data("Directory of the shards (created, mode 0700; files 0600)."),
-        SharedOptions.config("Source priority and Kafka settings (config/daybook.json)."),
+        SharedOptions.config("Source priority, added metrics and Kafka settings (config/daybook.json)."),
         OptionSpec(name: "--group", value: "G", help: "Consumer group (default kafka.consumer.group.id, else daybook-projector)."),
         SharedOptions.topic("Topic to consume (default health-samples)."),
         OptionSpec(name: "--until-caught-up", value: nil, help: "Exit 0 once every assigned partition has reached the end of the log."),

@@ -12,7 +12,7 @@ enum PublishCommand: Subcommand {
     static let options = [
         OptionSpec(name: "--brokers", value: "B", help: "Bootstrap servers, host:port[,host:port] (default: kafka.bootstrap.servers of --config)."),
         SharedOptions.topic("Topic to publish to (default health-samples)."),
-        SharedOptions.config("Configuration: kafka.properties, kafka.secrets, kafka.producer."),
+        SharedOptions.config("Configuration: kafka.properties, kafka.secrets, kafka.producer, and the metrics it adds to the catalogue."),
         KafkaOptions.connectTimeout,
     ]
     static let discussion = """

@@ -64,7 +64,7 @@ enum RebuildCommand: Subcommand {
     static let abstract = "Rebuild the shards from offset 0 beside the live ones, then swap them in atomically."
     static let usage = "rebuild --brokers B --data DIR [--config FILE] [--partition P…] [--connect-timeout S]"
     static let options = RebuildOptions.common + [
-        SharedOptions.config("The source priority to build under, and Kafka settings (config/daybook.json)."),
+        SharedOptions.config("The source priority and added metrics to build under, and Kafka settings (config/daybook.json)."),
     ]
     static let discussion = """
     Builds a new generation of shards (DIR/gen-NNNNNN) from offset 0 while readers and a

@@ -15,7 +15,7 @@ enum ReplayCommand: Subcommand {
     static let options = [
         KafkaOptions.brokers,
         SharedOptions.data("Directory of the live shards, as given to project (must exist)."),
-        SharedOptions.config("Source priority and Kafka settings (config/daybook.json)."),
+        SharedOptions.config("Source priority, added metrics and Kafka settings (config/daybook.json)."),
         OptionSpec(name: "--from-offset", value: "N", help: "Re-read every chosen partition from offset N."),
         OptionSpec(name: "--from-time", value: "T", help: "Re-read from each partition's first message at or after T (RFC 3339: 2024-03-25T00:00:00Z)."),
         OptionSpec(name: "--by-duration", value: "D", help: "Re-read what arrived in the last D: a whole number and s, m, h or d (90s, 15m, 6h, 7d)."),

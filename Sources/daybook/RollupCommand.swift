@@ -11,7 +11,7 @@ enum RollupCommand: Subcommand {
     static let abstract = "Compute deduplicated daily totals from a file of events."
     static let usage = "rollup EVENTS [--config FILE]"
     static let options = [
-        SharedOptions.config("Configuration with the source priority (default: built-in watch > phone > manual)."),
+        SharedOptions.config("Configuration with the source priority (default: built-in watch > phone > manual) and the metrics it adds to the catalogue."),
     ]
     static let discussion = """
     EVENTS is a file of JSON lines (sample-added / sample-deleted, see topics/README.md),
