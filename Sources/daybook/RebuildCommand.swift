@@ -133,7 +133,7 @@ enum VerifyCommand: Subcommand {
     static let abstract = "Rebuild into a temporary place up to the live offsets and compare row by row."
     static let usage = "verify --brokers B --data DIR [--config FILE] [--partition P…] [--connect-timeout S]"
     static let options = RebuildOptions.common + [
-        SharedOptions.config("Kafka settings; for shards without a manifest, also the priority they were built under."),
+        SharedOptions.config("Kafka settings and the metrics it adds; for shards without a manifest, also the priority they were built under."),
     ]
     static let discussion = """
     Projects the log from offset 0 into a hidden temporary directory inside DIR (removed at
@@ -211,7 +211,7 @@ enum DiffCommand: Subcommand {
     static let abstract = "What-if: rebuild under another priority into a temporary place and print the rows that would change."
     static let usage = "diff --brokers B --data DIR --config NEW [--format table|json|csv] [--partition P…]"
     static let options = RebuildOptions.common + [
-        SharedOptions.config("The configuration whose source priority to try (required).", value: "NEW"),
+        SharedOptions.config("The configuration whose source priority to try (required), with the metrics the live one adds.", value: "NEW"),
         SharedOptions.format("table (default), json (one object per line), or csv."),
     ]
     static let discussion = """
