@@ -117,6 +117,7 @@ public final class Rebuilder {
         let layout = try DataLayout.read(dir)
         let live = try ShardReader(directory: dir).offsets(topic: request.topic)
         try checkPriority(layout: layout, live: live)
+        try checkCatalogue(live: live)
         // The topic and the partitions asked for exist, before any staging is cleared.
         let count = try access.checkedPartitionCount(request.topic, liveShardsIn: dir, timeout: request.connectTimeout, logger: logger)
         _ = try PartitionChoice.resolve(request.partitions, topic: request.topic, count: count)
@@ -216,6 +217,32 @@ public final class Rebuilder {
             \(partitions.sorted().map(String.init).joined(separator: ", ")) would leave the others under the old order. Rebuild every \
             partition to change the order, or rebuild some under the live order to repair them.
             """, .priorityMismatch, detail: .partialRebuildPriority(live: other, wanted: wanted, partitions: partitions.sorted()))
+    }
+
+    /// The rebuild's catalogue against what the live shards hold: a metric they hold data of
+    /// that it lacks would turn its events into dead letters (a configuration left out), so
+    /// it is refused; a changed entry is what a rebuild is for, but only of every partition:
+    /// some would leave the others' data under the old entry.
+    private func checkCatalogue(live: [Int32: (path: String, nextOffset: Int64, fingerprint: String?)]) throws {
+        let reader = ShardReader(directory: request.dataDirectory)
+        for (_, shard) in live.sorted(by: { $0.key < $1.key }) {
+            let held = try reader.heldCatalogueChanges(ofShardAt: shard.path)
+            if let dropped = held.first(where: { $0.now == nil }) {
+                let name = dropped.was.split(separator: ":").first ?? ""
+                throw ProjectorError.shard("""
+                    the live shard \(shard.path) holds \(name) data (metric \(dropped.place), \(dropped.was)), a metric this catalogue \
+                    lacks: rebuilt without it, its events would become dead letters. Give the configuration whose metrics section \
+                    adds \(name) (--config).
+                    """, .catalogueMismatch)
+            }
+            if let partitions = request.partitions, let changed = held.first {
+                throw ProjectorError.shard("""
+                    the live shard \(shard.path) holds data made under metric \(changed.place) \(changed.was), not \(changed.now ?? ""): \
+                    rebuilding only partition\(partitions.count == 1 ? "" : "s") \(partitions.sorted().map(String.init).joined(separator: ", ")) \
+                    would leave the others under the old entry. Rebuild every partition to change it, or rebuild some under the live catalogue.
+                    """, .catalogueMismatch)
+            }
+        }
     }
 
     static func timestamp() -> String {

@@ -318,8 +318,9 @@ public final class Shard {
             try database.migrate(Shard.migrations)
             try migrateEntriesToPacks()
             try migrateSampleDaysToPages()
-            try checkFingerprint(fingerprint)
+            // The catalogue first: a shard built under added metrics names them in its priority too.
             try checkCatalogue(Metric.definitions)
+            try checkFingerprint(fingerprint)
             let read = try database.statement("SELECT next_offset FROM progress WHERE topic = ? AND partition = ?")
             try read.bind(1, topic)
             try read.bind(2, Int(partition))
@@ -418,11 +419,12 @@ public final class Shard {
     }
 
     /// Records the metric catalogue entries the shard is built under (meta.metrics, a
-    /// `MetricCatalogue.record`), or checks them against the ones it recorded: a shard whose
-    /// rows some metric's other aggregation or unit made is refused, never mixed with rows of
-    /// this one's (`MetricCatalogue.changes`). A shard of a Daybook before the catalogue
-    /// records the entries on its first open: it was built under the first four, which the
-    /// catalogue keeps. Entries added since the record are recorded too.
+    /// `MetricCatalogue.record`), or checks them against the ones it recorded
+    /// (`catalogueRefusal`): a shard whose data some metric's other name, aggregation or unit
+    /// made is refused, never mixed with data of this one's. A shard of a Daybook before the
+    /// catalogue records the entries on its first open: it was built under the first four,
+    /// which the catalogue keeps. Entries added since, or changed where the shard holds
+    /// nothing, are recorded anew.
     func checkCatalogue(_ entries: [MetricDefinition]) throws {
         let current = MetricCatalogue.record(entries)
         let stored = try database.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
@@ -432,20 +434,50 @@ public final class Shard {
             // name packs that do not exist, so a re-read would store their samples twice.
             throw ShardError(.catalogueMismatch, "\(path) holds samples of metrics from exercise_time on, written before the uuid index could place them (their lookups would miss and count them twice): rebuild the projection.")
         }
-        if let stored {
-            if stored == current { return }
-            let changes = MetricCatalogue.changes(from: stored, to: entries)
-            if let first = changes.first {
-                let list = changes.map { "metric \($0.place) was \($0.was), is \($0.now ?? "unknown to this Daybook")" }.joined(separator: "; ")
-                throw ShardError(.catalogueMismatch, "\(path) was built under other metric catalogue entries (\(list)): its \(first.was.split(separator: ":").first ?? "") rows were made by other rules. Rebuild the projection under this catalogue, or open it with the Daybook and configuration that built it.")
-            }
-        }
+        if stored == current { return }
+        if let refusal = try Shard.catalogueRefusal(database, path: path, recorded: stored, entries: entries) { throw refusal }
         try database.inTransaction {
             let write = try database.statement("INSERT OR REPLACE INTO meta (key, value) VALUES ('metrics', ?)")
             try write.bind(1, current)
             try write.run()
             return .commit
         }
+    }
+
+    /// Why the shard in `database` cannot be read or written under `entries`, given the
+    /// catalogue it `recorded` (nil: none, a shard from before the catalogue): the places whose
+    /// entry differs (`MetricCatalogue.changes`) and that the shard holds something of (a pack,
+    /// a row, a source's sync bit). A place it holds nothing of may change: nothing was made
+    /// under its old entry. Nil when nothing stands in the way.
+    static func catalogueRefusal(_ database: Database, path: String, recorded: String?, entries: [MetricDefinition]) throws -> ShardError? {
+        let held = try heldCatalogueChanges(database, recorded: recorded, entries: entries)
+        guard let first = held.first else { return nil }
+        let list = held.map { "metric \($0.place) was \($0.was), is \($0.now ?? "unknown to this Daybook")" }.joined(separator: "; ")
+        let name = first.was.split(separator: ":").first ?? ""
+        let advice = first.now == nil
+            ? "give the configuration whose metrics section adds \(name) (--config)"
+            : "rebuild the projection under this catalogue (a rebuild builds beside the live shards and swaps: daybook rebuild --data DIR --config FILE), or use the Daybook and configuration that built it"
+        return ShardError(.catalogueMismatch, "\(path) was built under other metric catalogue entries (\(list)): its \(name) data were made under another entry. To read or write it, \(advice).")
+    }
+
+    /// The places whose entry `entries` give differently from the catalogue the shard in
+    /// `database` recorded (none without a record) and that the shard holds data of.
+    static func heldCatalogueChanges(_ database: Database, recorded: String?, entries: [MetricDefinition]) throws -> [(place: Int, was: String, now: String?)] {
+        guard let recorded, recorded != MetricCatalogue.record(entries) else { return [] }
+        var held: [(place: Int, was: String, now: String?)] = []
+        for change in MetricCatalogue.changes(from: recorded, to: entries) {
+            let name = String(change.was.split(separator: ":").first ?? "")
+            let packs = try database.statement("SELECT 1 FROM packs WHERE metric = ? LIMIT 1")
+            try packs.bind(1, change.place)
+            let rows = try database.statement("SELECT 1 FROM totals WHERE metric = ? LIMIT 1")
+            try rows.bind(1, name)
+            let sync = try database.statement("SELECT 1 FROM sync_state WHERE metrics & ? != 0 LIMIT 1")
+            try sync.bind(1, Int64(1) << Int64(change.place))
+            if try packs.firstRow({ _ in true }) ?? rows.firstRow({ _ in true }) ?? sync.firstRow({ _ in true }) ?? false {
+                held.append(change)
+            }
+        }
+        return held
     }
 
     private func checkFingerprint(_ fingerprint: String) throws {

@@ -101,7 +101,7 @@ public final class ShardConnections: @unchecked Sendable {
     }
 
     private func open(_ path: String) throws -> Database? {
-        guard let database = try reader.open(path) else { return nil }
+        guard let database = try reader.openForData(path) else { return nil }
         try database.execute("PRAGMA cache_size=-\(Self.cacheKiB)")
         return database
     }

@@ -21,7 +21,7 @@ extension ShardReader {
     /// - Throws: `Shard.ShardError` (`.notAShard` for a file that is not a shard or a damaged
     ///   pack) or `DatabaseError`.
     public func hours(inShardAt path: String, user: String, metric: Metric, from: CivilDay, to: CivilDay) throws -> [HourTotal] {
-        guard from <= to, let db = try open(path) else { return [] }
+        guard from <= to, let db = try openForData(path) else { return [] }
         var rows: [HourTotal] = []
         try db.inReadTransaction {
             rows = try StoredSamples(database: db, path: path).hours(user: user, metric: metric, from: from, to: to)
@@ -40,7 +40,7 @@ extension ShardReader {
         let paths = try shardPaths()
         var found: [(rows: [HourTotal], shard: Int)] = []
         for (index, path) in paths.enumerated() {
-            guard let db = try open(path) else { continue }
+            guard let db = try openForData(path) else { continue }
             try db.inReadTransaction {
                 let stored = try StoredSamples(database: db, path: path)
                 for user in try query.user.map({ [$0] }) ?? stored.users() {
@@ -75,7 +75,7 @@ extension ShardReader {
     /// `path` (`Ledger.explain`: what `daybook explain` prints of an events file). A shard a
     /// projector is creating right now explains an empty day.
     public func explain(inShardAt path: String, _ key: DayKey) throws -> Explanation {
-        guard let db = try open(path) else { return Ledger().explain(key) }
+        guard let db = try openForData(path) else { return Ledger().explain(key) }
         var explanation: Explanation?
         try db.inReadTransaction {
             explanation = try StoredSamples(database: db, path: path)

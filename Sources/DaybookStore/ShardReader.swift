@@ -38,6 +38,33 @@ public struct ShardReader: Sendable {
         }
     }
 
+    /// `open(path)` for reading the shard's data (rows, samples, sync state), which are read
+    /// under the catalogue the shard was built under or not at all (`checkCatalogue`).
+    /// Its metadata (offsets, priority, dead letters) read through `open` alone.
+    func openForData(_ path: String) throws -> Database? {
+        guard let db = try open(path) else { return nil }
+        try ShardReader.checkCatalogue(of: db, path: path)
+        return db
+    }
+
+    /// Refuses the shard in `db` when some metric it holds data of was made under another
+    /// catalogue entry than this process's (`Shard.catalogueRefusal`): a pack's metric is a
+    /// place, a sync bit too, and a row's rule its metric's aggregation.
+    static func checkCatalogue(of db: Database, path: String) throws {
+        let recorded = try db.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+        if let refusal = try Shard.catalogueRefusal(db, path: path, recorded: recorded, entries: Metric.definitions) { throw refusal }
+    }
+
+    /// The catalogue places of the shard at `path` that this process's catalogue gives
+    /// differently and that the shard holds data of (`Shard.catalogueRefusal`): each with the
+    /// entry it recorded (`name:aggregation:unit`) and the entry now, nil for one this
+    /// catalogue lacks. Empty for a shard being created.
+    public func heldCatalogueChanges(ofShardAt path: String) throws -> [(place: Int, was: String, now: String?)] {
+        guard let db = try open(path) else { return [] }
+        let recorded = try db.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+        return try Shard.heldCatalogueChanges(db, recorded: recorded, entries: Metric.definitions)
+    }
+
     /// A filter on the rows.
     public struct Query {
         public var user: String?
@@ -61,7 +88,7 @@ public struct ShardReader: Sendable {
         let paths = try shardPaths()
         var out: [(row: DayTotal, shard: Int)] = []
         for (index, path) in paths.enumerated() {
-            guard let db = try open(path) else { continue }
+            guard let db = try openForData(path) else { continue }
             try forEachRow(of: db, query, ordered: false) { out.append(($0, index)) }
         }
         out.sort { $0.row.key < $1.row.key }
@@ -86,7 +113,7 @@ public struct ShardReader: Sendable {
     /// time: memory does not grow with the number of rows. (Text sorts by its UTF-8 bytes,
     /// which for the NFC ids Daybook accepts is the order of `DayKey`.)
     public func forEachTotal(inShardAt path: String, _ query: Query = Query(), _ body: (DayTotal) throws -> Void) throws {
-        guard let db = try open(path) else { return }
+        guard let db = try openForData(path) else { return }
         try forEachRow(of: db, query, ordered: true, body)
     }
 
@@ -122,6 +149,7 @@ extension ShardReader {
         public let clusterID: String?
         let database: Database?
         private var open = true
+        private var catalogueChecked = false
 
         init(path: String, database: Database?) throws {
             self.path = path
@@ -160,11 +188,20 @@ extension ShardReader {
 
         /// The shard's rows in (user, metric, day) order, pulled one at a time.
         public func rows() throws -> TotalsCursor {
-            try TotalsCursor(database: database, ordered: true)
+            try checkCatalogue()
+            return try TotalsCursor(database: database, ordered: true)
+        }
+
+        /// Refuses rows made under other catalogue entries (`ShardReader.checkCatalogue`), once.
+        private func checkCatalogue() throws {
+            guard !catalogueChecked, let database else { return }
+            try ShardReader.checkCatalogue(of: database, path: path)
+            catalogueChecked = true
         }
 
         /// The rows matching `query` in (user, metric, day) order, as of this snapshot.
         public func totals(_ query: Query) throws -> [DayTotal] {
+            try checkCatalogue()
             let cursor = try TotalsCursor(database: database, query, ordered: true)
             var out: [DayTotal] = []
             while let row = try cursor.next() { out.append(row) }

@@ -49,7 +49,7 @@ extension ShardReader {
         let paths = try shardPaths()
         coverage.shards = paths.count
         for path in paths {
-            guard let db = try open(path) else { continue }
+            guard let db = try openForData(path) else { continue }
             let cursor = try SyncStateCursor(database: db)
             if !cursor.hasTable {
                 coverage.missing.append(path)
@@ -82,7 +82,7 @@ extension ShardReader {
     public func syncPairs(user: String) throws -> [SourceSync] {
         var bySource: [String: SourceSync] = [:]
         for path in try shardPaths() {
-            guard let db = try open(path), try SyncStateColumns.exists(in: db) else { continue }
+            guard let db = try openForData(path), try SyncStateColumns.exists(in: db) else { continue }
             let read = try db.statement(SyncStateColumns.select + " WHERE user = ?")
             try read.bind(1, user)
             while try read.step() {

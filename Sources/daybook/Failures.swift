@@ -88,8 +88,6 @@ extension CLIError {
         switch kind {
         case .priorityMismatch?:
             return " Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
-        case .catalogueMismatch?:
-            return " Rebuild every partition under this Daybook's metric catalogue: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
         default:
             return ""
         }

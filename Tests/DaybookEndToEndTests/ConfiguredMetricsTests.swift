@@ -60,15 +60,26 @@ import Testing
         let totals = try Daybook.run(["totals", "--data", data, "--config", config, "--format", "json"])
         #expect(totals.status == 0, "\(totals.stderr)")
         #expect(totals.stdout == Self.rows)
+        // Without it, readers and writers refuse the shards, naming what they hold: 78.
         let unknown = try Daybook.run(["totals", "--data", data, "--format", "json"])
-        #expect(unknown.status == 65)
-        #expect(unknown.stderr.contains(#"a totals row has metric "blood_glucose", which is not in this Daybook's metric catalogue: give the --config whose metrics section adds it"#), "\(unknown.stderr)")
+        #expect(unknown.status == 78)
+        #expect(unknown.stderr.contains("is unknown to this Daybook): its blood_glucose data were made under another entry. To read or write it, give the configuration whose metrics section adds blood_glucose (--config)"), "\(unknown.stderr)")
+        let bareProject = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(bareProject.status == 78 && bareProject.stderr.contains("adds blood_glucose (--config)"), "\(bareProject.stderr)")
+        // A rebuild without it would turn their events into dead letters: refused.
+        let bareRebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--data", data])
+        #expect(bareRebuild.status == 78, "\(bareRebuild.stderr)")
+        #expect(bareRebuild.stderr.contains("holds blood_glucose data (metric 17, blood_glucose:discrete:mg/dL), a metric this catalogue lacks: rebuilt without it, its events would become dead letters"), "\(bareRebuild.stderr)")
 
         // Caffeine's rule changed: the shards refuse it, until a rebuild builds them under it.
         let changed = try scratch.file(Self.config(caffeine: "priority_sum"), suffix: ".json")
         let refused = try Daybook.run(["project", "--brokers", broker.bootstrap, "--config", changed, "--data", data, "--solo", "--until-caught-up"])
         #expect(refused.status == 78, "\(refused.stderr)")
         #expect(refused.stderr.contains("metric 18 was caffeine:sum:mg, is caffeine:priority_sum:mg"), "\(refused.stderr)")
+        // Rebuilding one partition would leave the other under the old rule: refused.
+        let partial = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--config", changed, "--data", data, "--partition", "0"])
+        #expect(partial.status == 78, "\(partial.stderr)")
+        #expect(partial.stderr.contains("holds data made under metric 18 caffeine:sum:mg, not caffeine:priority_sum:mg: rebuilding only partition 0 would leave the others under the old entry"), "\(partial.stderr)")
         let rebuild = try Daybook.run(["rebuild", "--brokers", broker.bootstrap, "--config", changed, "--data", data])
         #expect(rebuild.status == 0, "\(rebuild.stderr)")
         let rebuilt = try Daybook.run(["totals", "--data", data, "--config", changed, "--metric", "caffeine", "--format", "json"])

@@ -74,21 +74,24 @@ import Testing
         }
     }
 
-    /// A shard whose heart-rate rows were made under another aggregation (its recorded
-    /// catalogue says so) is refused: 78, naming the metric and the rebuild.
+    /// A shard whose steps rows were made under another aggregation (its recorded catalogue
+    /// says so) is refused: 78, naming the metric and the rebuild.
     @Test func aShardBuiltUnderAnotherMetricCatalogueExits78AskingForARebuild() throws {
         let (broker, data) = try projected()
         defer { _ = broker.stop() }
         let shard = data + "/health-samples-0000.sqlite"
         let recorded = MetricCatalogue.record(Metric.definitions)
-        let other = recorded.replacingOccurrences(of: ";heart_rate:discrete:", with: ";heart_rate:sum:")
+        let other = recorded.replacingOccurrences(of: "steps:priority_sum:", with: "steps:sum:")
         let db = try Database(path: shard)
         try db.execute("UPDATE meta SET value = '\(other)' WHERE key = 'metrics'")
         #expect(db.changes == 1)
         let r = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
         #expect(r.status == 78, "\(r.stderr)")
-        #expect(r.stderr.contains("was built under other metric catalogue entries (metric 3 was heart_rate:sum:count/min, is heart_rate:discrete:count/min)"), "\(r.stderr)")
+        #expect(r.stderr.contains("was built under other metric catalogue entries (metric 0 was steps:sum:count, is steps:priority_sum:count)"), "\(r.stderr)")
         #expect(r.stderr.contains("daybook rebuild --data DIR --config FILE"), "\(r.stderr)")
+        // Readers refuse it too: its rows were made by the other rule.
+        let totals = try Daybook.run(["totals", "--data", data])
+        #expect(totals.status == 78 && totals.stderr.contains("metric 0 was steps:sum:count"), "\(totals.stderr)")
     }
 
     @Test func aFileThatIsNotAShardExits65NamingIt() throws {

@@ -62,22 +62,32 @@ import Testing
         #expect(try recorded() == current)
         try record("steps:priority_sum:count;active_energy:priority_sum:kcal;distance:priority_sum:m;heart_rate:discrete:count/min")
         #expect(try recorded() == current)
-        // Heart rate once summed, and a metric after the catalogue's last: refused.
-        try record(current.replacingOccurrences(of: ";heart_rate:discrete:", with: ";heart_rate:sum:"))
-        #expect {
-            _ = try recorded()
-        } throws: { error in
-            let e = error as? Shard.ShardError
-            return e?.kind == .catalogueMismatch
-                && e?.message.contains("metric 3 was heart_rate:sum:count/min, is heart_rate:discrete:count/min") == true
-                && e?.message.contains("Rebuild the projection") == true
-        }
+        // Heart rate once summed, and a metric after the catalogue's last, where the shard
+        // holds nothing of them: recorded anew (nothing was made under the old entries).
+        let summed = current.replacingOccurrences(of: ";heart_rate:discrete:", with: ";heart_rate:sum:")
+        try record(summed)
+        #expect(try recorded() == current)
         try record(current + ";blood_glucose:discrete:mg/dL")
-        #expect {
-            _ = try recorded()
-        } throws: { error in
-            (error as? Shard.ShardError)?.message.contains("metric \(Metric.definitions.count) was blood_glucose:discrete:mg/dL, is unknown to this Daybook") == true
+        #expect(try recorded() == current)
+        // Where it holds something (a row, a pack, a source's sync bit): refused, and so is
+        // reading it.
+        func refusal(_ expected: String) -> (any Error) -> Bool {
+            { error in
+                let e = error as? Shard.ShardError
+                return e?.kind == .catalogueMismatch && e?.message.contains(expected) == true
+            }
         }
+        try record(summed)
+        try Database(path: path).execute("INSERT INTO totals (user, metric, day, min, max, avg, count, updated_offset) VALUES ('ana', 'heart_rate', '2024-05-06', 60, 60, 60, 1, 0)")
+        #expect(performing: { _ = try recorded() }, throws: refusal("metric 3 was heart_rate:sum:count/min, is heart_rate:discrete:count/min): its heart_rate data were made under another entry. To read or write it, rebuild the projection under this catalogue"))
+        #expect(performing: { _ = try ShardReader(directory: scratch.path).snapshot(ofShardAt: path).rows() }, throws: refusal("metric 3 was heart_rate:sum"))
+        try Database(path: path).execute("DELETE FROM totals")
+        let place = Metric.definitions.count
+        try record(current + ";blood_glucose:discrete:mg/dL")
+        try Database(path: path).execute("INSERT INTO sync_state (user, source, metrics) VALUES ('ana', 'meter', \(1 << place))")
+        #expect(performing: { _ = try recorded() }, throws: refusal("metric \(place) was blood_glucose:discrete:mg/dL, is unknown to this Daybook): its blood_glucose data were made under another entry. To read or write it, give the configuration whose metrics section adds blood_glucose (--config)"))
+        try Database(path: path).execute("DELETE FROM sync_state; INSERT INTO packs (user, metric, day, samples) VALUES ('ana', \(place), 19800, x'00')")
+        #expect(performing: { _ = try recorded() }, throws: refusal("metric \(place) was blood_glucose"))
     }
 
     /// A shard without a record of its catalogue that holds packs of metrics from 7 on was
