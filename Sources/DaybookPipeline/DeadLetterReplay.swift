@@ -191,10 +191,15 @@ public enum DeadLetterReplay {
             guard let uuid = c.event.uuid else { continue }
             wanted[partitioner.partition(ofKey: c.user.utf8, count: count), default: []].insert(.init(user: c.user, uuid: uuid))
         }
+        // The messages the projector did not apply: every dead letter's own (a candidate's
+        // message may decode now, under a configuration that adds its metric, but it is the
+        // write being repaired, never one in force).
+        let notApplied = Set(try ShardReader(directory: request.dataDirectory)
+            .deadLetters(.init(topic: request.topic, includeReplayed: true, withPayloads: false)).map(\.id))
         var homes: [ReplayOrder.Key: ReplayOrder.Home] = [:]
         for (partition, keys) in wanted.sorted(by: { $0.key < $1.key }) {
             try readHome(TopicPartition(request.topic, partition), keys: keys, consumer: consumer, timeout: timeout,
-                         progress: progress, into: &homes)
+                         notApplied: notApplied, progress: progress, into: &homes)
         }
         let superseded = ReplayOrder.superseded(plan.candidates.map { .init(id: $0.id, event: $0.event, producedAt: $0.producedAt) }, homes: homes)
         plan.superseded += plan.candidates.compactMap { c in superseded[c.id].map { (c, $0) } }
@@ -204,9 +209,10 @@ public enum DeadLetterReplay {
 
     /// Reads `tp` from its first offset to its end and records, for each of `keys`, what
     /// the projector holds of it there: the messages it applies (valid, keyed by their
-    /// user or not keyed), in log order.
+    /// user or not keyed, and not at a dead letter's id: `notApplied`), in log order.
     static func readHome(_ tp: TopicPartition, keys: Set<ReplayOrder.Key>, consumer: KafkaConsumer, timeout: Duration,
-                         progress: (String) -> Void, into homes: inout [ReplayOrder.Key: ReplayOrder.Home]) throws {
+                         notApplied: Set<DeadLetterID> = [], progress: (String) -> Void,
+                         into homes: inout [ReplayOrder.Key: ReplayOrder.Home]) throws {
         let marks: (low: Int64, high: Int64)
         do {
             marks = try consumer.watermarks(tp, timeoutMilliseconds: timeout.wholeMilliseconds)
@@ -241,6 +247,7 @@ public enum DeadLetterReplay {
                     let key = ReplayOrder.Key(user: decoded.user, uuid: uuid)
                     guard keys.contains(key) else { continue }
                     let position = DeadLetterID(partition: tp.partition, offset: m.offset)
+                    guard !notApplied.contains(position) else { continue }
                     homes[key] = homes[key].map { $0.applying(decoded, producedAt: m.timestamp, at: position) }
                         ?? ReplayOrder.Home.first(decoded, producedAt: m.timestamp, at: position)
                 case .endOfPartition(let at, let offset) where at == tp:

@@ -8,14 +8,15 @@ import Testing
 @Suite struct ConfiguredMetricsTests {
     let scratch = TemporaryDirectory()
 
-    static func config(caffeine aggregation: String = "sum") -> String {
-        #"""
-        {"metrics": [
-          {"name": "blood_glucose", "aggregation": "discrete", "unit": "mg/dL", "other_units": {"mmol/L": 18.0182},
-           "maximum_per_sample": 1000, "health_kit": ["HKQuantityTypeIdentifierBloodGlucose"]},
-          {"name": "caffeine", "aggregation": "\#(aggregation)", "unit": "mg", "other_units": {"g": 1000}, "maximum_per_sample": 5000}],
-         "priority": {"default": ["watch", "phone"], "caffeine": ["phone", "watch"]}}
-        """#
+    static func config(caffeine aggregation: String = "sum", priority: Bool = true) -> String {
+        let metrics = #"""
+            {"metrics": [
+              {"name": "blood_glucose", "aggregation": "discrete", "unit": "mg/dL", "other_units": {"mmol/L": 18.0182},
+               "maximum_per_sample": 1000, "health_kit": ["HKQuantityTypeIdentifierBloodGlucose"]},
+              {"name": "caffeine", "aggregation": "AGGREGATION", "unit": "mg", "other_units": {"g": 1000}, "maximum_per_sample": 5000}]
+            """#.replacingOccurrences(of: "AGGREGATION", with: aggregation)
+        let ranks = #", "priority": {"default": ["watch", "phone"], "caffeine": ["phone", "watch"]}"#
+        return metrics + (priority ? ranks : "") + "}"
     }
 
     static func sample(_ uuid: String, _ metric: String, _ source: String, _ time: String, _ value: String, _ unit: String) -> String {
@@ -84,6 +85,27 @@ import Testing
         #expect(rebuild.status == 0, "\(rebuild.stderr)")
         let rebuilt = try Daybook.run(["totals", "--data", data, "--config", changed, "--metric", "caffeine", "--format", "json"])
         #expect(rebuilt.stdout == #"{"user":"ana","metric":"caffeine","day":"2024-05-06","value":95}"# + "\n", "\(rebuilt.stderr)")
+    }
+
+    /// Projected without the configuration, an added metric's events are dead letters; with
+    /// it, `dlq replay` republishes them (their own messages, which now decode, are the writes
+    /// being repaired, not newer ones in force) and the totals are the rollup's.
+    @Test func deadLettersOfAnUnknownMetricAreRepairedWithTheConfiguration() throws {
+        // Under the built-in priority, as the projection without the configuration was.
+        let config = try scratch.file(Self.config(priority: false), suffix: ".json")
+        let broker = try BrokerProcess(arguments: ["--partitions", "2"])
+        defer { _ = broker.stop() }
+        #expect(try Daybook.run(["publish", "--brokers", broker.bootstrap, "--config", config, try scratch.file(Self.log)]).status == 0)
+        let data = scratch.newPath("data")
+        let bare = try Daybook.run(["project", "--brokers", broker.bootstrap, "--data", data, "--solo", "--until-caught-up"])
+        #expect(bare.status == 0 && bare.stderr.contains("dead letters 4"), "\(bare.stderr)")
+        let replay = try Daybook.run(["dlq", "replay", "--brokers", broker.bootstrap, "--data", data, "--config", config])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(!replay.stderr.contains("superseded"), "\(replay.stderr)")
+        let project = try Daybook.run(["project", "--brokers", broker.bootstrap, "--config", config, "--data", data, "--solo", "--until-caught-up"])
+        #expect(project.status == 0, "\(project.stderr)")
+        let totals = try Daybook.run(["totals", "--data", data, "--config", config, "--format", "json"])
+        #expect(totals.stdout == Self.rows, "\(totals.stderr)")
     }
 
     /// An Apple Health type the configuration maps: imported (published with --config), and
