@@ -46,6 +46,9 @@ enum MetricsSection {
         guard isName(name) else {
             throw ConfigurationError(field: "\(path).name", message: "\(JSONWriter.quoted(name)) is not a metric name: lower-case letters, digits and _, starting with a letter, at most 64")
         }
+        if name == "default" {
+            throw ConfigurationError(field: "\(path).name", message: "\"default\" is the priority's default order, not a metric name; give the metric another name")
+        }
         if MetricCatalogue.builtIn.contains(where: { $0.name == name }) {
             throw ConfigurationError(field: "\(path).name", message: "\(JSONWriter.quoted(name)) is a built-in metric; give the added one another name")
         }
@@ -73,14 +76,16 @@ enum MetricsSection {
                 guard other != unit else {
                     throw ConfigurationError(field: field, message: "is the metric's unit itself (factor 1); list only the other units")
                 }
-                guard case .number(let factor)? = members[other], factor.isFinite, factor > 0 else {
-                    throw ConfigurationError(field: field, message: "must be a positive number, the factor that converts a value in \(other) to \(unit), got \(members[other]?.summary ?? "nothing")")
+                // Within 1e-9 ... 1e9 (ng to g, and back): a factor beyond that is a typo, and
+                // a subnormal one would turn readings into 0.
+                guard case .number(let factor)? = members[other], factor.isFinite, factor >= 1e-9, factor <= 1e9 else {
+                    throw ConfigurationError(field: field, message: "must be a positive number from 1e-9 to 1e9, the factor that converts a value in \(other) to \(unit), got \(members[other]?.summary ?? "nothing")")
                 }
                 units.append(MetricUnit(other, factor))
             }
         }
-        guard case .number(let maximum)? = o["maximum_per_sample"], maximum.isFinite, maximum > 0, maximum <= 1e15 else {
-            throw ConfigurationError(field: "\(path).maximum_per_sample", message: "must be a positive number up to 1e15, the largest value one sample may carry in \(unit) (larger is a producer bug), got \(o["maximum_per_sample"]?.summary ?? "nothing")")
+        guard case .number(let maximum)? = o["maximum_per_sample"], maximum.isFinite, maximum >= 1e-6, maximum <= 1e15 else {
+            throw ConfigurationError(field: "\(path).maximum_per_sample", message: "must be a positive number from 1e-6 to 1e15, the largest value one sample may carry in \(unit) (larger is a producer bug), got \(o["maximum_per_sample"]?.summary ?? "nothing")")
         }
         var types: [String] = []
         if let list = o["health_kit"] {

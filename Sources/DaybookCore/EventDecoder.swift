@@ -260,13 +260,18 @@ public struct EventDecoder: Sendable {
                 ? EventError(code: .negativeValue, field: "sample.value",
                              message: "\(JSONWriter.number(raw)) is negative; \(metric.rawValue) is cumulative and cannot go down")
                 : EventError(code: .nonPositiveHeartRate, field: "sample.value",
-                             message: "\(JSONWriter.number(raw)) is not a positive heart rate")
+                             message: "\(JSONWriter.number(raw)) is not a positive \(metric == .heartRate ? "heart rate" : "reading of \(metric.rawValue)")")
         }
         guard ZoneRules.named(f.zone) != nil else {
             throw EventError(code: .badZone, field: "sample.zone",
                              message: "\(JSONWriter.quoted(f.zone)) is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
         }
         let value = raw * factor
+        // A reading so small its conversion is 0 (a subnormal times a factor below 1) is no reading.
+        guard metric.isCumulative || value > 0 else {
+            throw EventError(code: .nonPositiveHeartRate, field: "sample.value",
+                             message: "\(JSONWriter.number(raw)) \(f.unit) is 0 \(metric.canonicalUnit) once converted: not a positive reading of \(metric.rawValue)")
+        }
         guard value.isFinite else {
             throw EventError(code: .notFinite, field: "sample.value", message: "\(JSONWriter.number(raw)) \(f.unit) overflows when converted to \(metric.canonicalUnit)")
         }
@@ -305,7 +310,7 @@ public struct EventDecoder: Sendable {
     }
 
     /// Whether `raw` may be a value of `metric`: cumulative metrics cannot go down (≥ 0), a
-    /// heart rate is positive.
+    /// discrete metric's reading (heart rate, body mass, ...) is positive.
     static func admits(_ raw: Double, for metric: Metric) -> Bool {
         metric.isCumulative ? raw >= 0 : raw > 0
     }

@@ -158,7 +158,7 @@ enum FastEventReader {
               case .instant(let to) = Instant.parse(end.bytes, memo: &zones.date), to >= from else { return nil }
         guard EventDecoder.lastsAtMostAWeek(from: from, to: to), EventDecoder.admits(raw, for: metric) else { return nil }
         let converted = raw * factor
-        guard converted.isFinite, converted <= metric.maximumPerSample else { return nil }
+        guard converted.isFinite, converted <= metric.maximumPerSample, metric.isCumulative || converted > 0 else { return nil }
         if !zones.contains(zone.bytes) {
             guard let zoneName = id(zone), ZoneRules.named(zoneName) != nil else { return nil }
             zones.insert(zone.bytes)

@@ -46,7 +46,7 @@ enum ExplainCommand: Subcommand {
         func shown(_ s: String) -> String { TerminalText.escaped(s) }
         out.line("\(shown(user)) · \(metric.rawValue) · \(day)")
         if !metric.isCumulative {
-            out.line("heart rate is not deduplicated: every sample starting on the day counts.")
+            out.line("\(metric.rawValue) is a discrete metric, not deduplicated: every reading starting on the day counts.")
         }
         for p in e.pieces {
             let from = p.start.format(offsetSeconds: p.offsetSeconds)

@@ -43,7 +43,7 @@ import Testing
         (#"[{"name": "x", "aggregation": "average", "unit": "u", "maximum_per_sample": 10}]"#,
          "metrics[0].aggregation", #""average" is not an aggregation; use one of priority_sum, sum, discrete, duration_priority"#),
         (#"[{"name": "x", "aggregation": "sum", "unit": "mg", "other_units": {"g": null}, "maximum_per_sample": 10}]"#,
-         "metrics[0].other_units.g", "must be a positive number, the factor that converts a value in g to mg, got null"),
+         "metrics[0].other_units.g", "must be a positive number from 1e-9 to 1e9, the factor that converts a value in g to mg, got null"),
         (#"[{"name": "x", "aggregation": "sum", "unit": "mg", "other_units": {"g": 0}, "maximum_per_sample": 10}]"#,
          "metrics[0].other_units.g", "must be a positive number"),
         (#"[{"name": "x", "aggregation": "sum", "unit": "mg", "maximum_per_sample": 10}, {"name": "x", "aggregation": "sum", "unit": "mg", "maximum_per_sample": 10}]"#,
@@ -62,6 +62,12 @@ import Testing
          "metrics[0].health_kit[0]", "HKQuantityTypeIdentifierStepCount already imports as steps"),
         (#"[{"name": "x", "aggregation": "sum", "unit": "mg", "maximum_per_sample": 1, "health_kit": ["HKCategoryTypeIdentifierMindfulSession"]}]"#,
          "metrics[0].health_kit[0]", "is not an Apple Health quantity type"),
+        (#"[{"name": "x", "aggregation": "sum", "unit": "mg", "other_units": {"g": 1e-320}, "maximum_per_sample": 10}]"#,
+         "metrics[0].other_units.g", "must be a positive number from 1e-9 to 1e9"),
+        (#"[{"name": "x", "aggregation": "sum", "unit": "mg", "maximum_per_sample": 1e-320}]"#,
+         "metrics[0].maximum_per_sample", "must be a positive number from 1e-6 to 1e15"),
+        (#"[{"name": "default", "aggregation": "sum", "unit": "mg", "maximum_per_sample": 10}]"#,
+         "metrics[0].name", "is the priority's default order"),
         (#"{"name": "x"}"#, "metrics", "must be a list"),
     ])
     func eachRefusalNamesItsMember(text: String, field: String, message: String) throws {

@@ -65,9 +65,17 @@ import Testing
         #expect(rows["ana heart_rate_variability 2024-05-06"]?.summary == .discrete(min: 48, max: 48, average: 48, count: 1, latest: 48))
         #expect(rows["ana respiratory_rate 2024-05-06"]?.summary == .discrete(min: 14, max: 14, average: 14, count: 1, latest: 14))
         #expect(rows.count == 3)
-        // A reading must be positive: 0 % is not a reading.
-        #expect(throws: EventError.self) {
-            try EventDecoder().decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"z","metric":"oxygen_saturation","source":"watch","start":"2024-05-06T10:00:00Z","end":"2024-05-06T10:00:00Z","value":0,"unit":"%","zone":"UTC"}}"#)
+        // A reading must be positive: 0 % is not a reading, nor a body mass so small that
+        // converted to kg it is 0 (5e-324 g × 0.001).
+        func refusal(_ metric: String, _ value: String, _ unit: String) -> String? {
+            do {
+                _ = try EventDecoder().decode(#"{"type":"sample-added","user":"ana","sample":{"uuid":"z","metric":"\#(metric)","source":"watch","start":"2024-05-06T10:00:00Z","end":"2024-05-06T10:00:00Z","value":\#(value),"unit":"\#(unit)","zone":"UTC"}}"#)
+                return nil
+            } catch {
+                return "\(error)"
+            }
         }
+        #expect(refusal("oxygen_saturation", "0", "%") == "sample.value: 0 is not a positive reading of oxygen_saturation")
+        #expect(refusal("body_mass", "5e-324", "g") == "sample.value: 5e-324 g is 0 kg once converted: not a positive reading of body_mass")
     }
 }

@@ -137,7 +137,7 @@ import Testing
         (#"{"metrics": [{"name": "steps", "aggregation": "sum", "unit": "count", "maximum_per_sample": 10}]}"#, #"metrics[0].name: "steps" is a built-in metric"#),
         (#"{"metrics": [{"name": "x", "aggregation": "average", "unit": "u", "maximum_per_sample": 10}]}"#, #"metrics[0].aggregation: "average" is not an aggregation"#),
         (#"{"metrics": [{"name": "x", "aggregation": "sum", "unit": "mg", "other_units": {"g": "1000"}, "maximum_per_sample": 10}]}"#,
-         "metrics[0].other_units.g: must be a positive number, the factor that converts a value in g to mg"),
+         "metrics[0].other_units.g: must be a positive number from 1e-9 to 1e9, the factor that converts a value in g to mg"),
     ])
     func aWrongMetricExits78NamingIt(config: String, message: String) throws {
         let r = try Daybook.run(["rollup", try scratch.file(Self.log), "--config", try scratch.file(config, suffix: ".json")])
