@@ -72,6 +72,11 @@ public struct Metric: RawRepresentable, CaseIterable, Hashable, Comparable, Send
 
     static let names: [String] = definitions.map(\.name)
 
+    /// The names a refusal lists: every metric of this process's catalogue, and where more
+    /// come from (`steps, …, sleep, or one the configuration adds`).
+    public static let acceptedNames: String = allCases.map(\.rawValue).joined(separator: ", ")
+        + ", or one the configuration adds (its metrics section, --config)"
+
     /// The metrics the configuration added to the catalogue, by name (empty without any).
     static let added: [String: Metric] = Dictionary(uniqueKeysWithValues: allCases.dropFirst(MetricCatalogue.builtIn.count).map { ($0.rawValue, $0) })
 

@@ -166,9 +166,8 @@ public struct EventDecoder: Sendable {
                     throw EventError(code: .wrongType, field: "metrics[\(i)]", message: "must be a metric name (a string), got \(item.summary)")
                 }
                 guard let metric = Metric(rawValue: name) else {
-                    let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
                     throw EventError(code: .unknownMetric, field: "metrics[\(i)]",
-                                     message: "\(JSONWriter.quoted(name)) is not a metric; use one of \(names)")
+                                     message: "\(JSONWriter.quoted(name)) is not a metric; use one of \(Metric.acceptedNames)")
                 }
                 if !list.contains(metric) { list.append(metric) }
             }
@@ -232,9 +231,8 @@ public struct EventDecoder: Sendable {
         guard !f.uuid.isEmpty else { throw EventError(code: .emptyString, field: "sample.uuid", message: "must not be empty") }
         try requireNFC(f.uuid, path: "sample.uuid")
         guard let metric = Metric(rawValue: f.metric) else {
-            let names = Metric.allCases.map(\.rawValue).joined(separator: ", ")
             throw EventError(code: .unknownMetric, field: "sample.metric",
-                             message: "\(JSONWriter.quoted(f.metric)) is not a metric; use one of \(names)")
+                             message: "\(JSONWriter.quoted(f.metric)) is not a metric; use one of \(Metric.acceptedNames)")
         }
         guard !f.source.isEmpty else { throw EventError(code: .emptyString, field: "sample.source", message: "must not be empty") }
         try requireNFC(f.source, path: "sample.source")

@@ -149,8 +149,7 @@ extension SourcePriority {
             } else if let metric = Metric(rawValue: key) {
                 perMetric[metric] = names
             } else {
-                let known = (["default"] + Metric.allCases.map(\.rawValue)).joined(separator: ", ")
-                throw ConfigurationError(field: path, message: "\(JSONWriter.quoted(key)) is not a metric; use one of \(known)")
+                throw ConfigurationError(field: path, message: "\(JSONWriter.quoted(key)) is not a metric; use one of default, \(Metric.acceptedNames)")
             }
         }
     }

@@ -185,7 +185,7 @@ struct QueryItems {
     }
 
     mutating func metric() throws(ReadError) -> Metric {
-        let accepted = Metric.allCases.map(\.rawValue).joined(separator: ", ")
+        let accepted = Metric.acceptedNames
         guard let text = try take("metric") else { throw .badParameter("metric", "metric is required; use one of \(accepted)") }
         guard let metric = Metric(rawValue: text) else { throw .badParameter("metric", "\(ReadError.shown(text)) is not a metric; use one of \(accepted)") }
         return metric

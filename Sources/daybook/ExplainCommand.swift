@@ -34,7 +34,7 @@ enum ExplainCommand: Subcommand {
         // Before any metric is named: the configuration may add metrics to the catalogue.
         let config = try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false)
         guard let metric = Metric(rawValue: metricName) else {
-            throw CLIError.usage("--metric '\(TerminalText.escaped(metricName))' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw CLIError.usage("--metric '\(TerminalText.escaped(metricName))' is not a metric; use one of \(Metric.acceptedNames)")
         }
         guard let dayText = arguments.value("--day") else { throw CLIError.usage("explain needs --day") }
         guard let day = CivilDay(dayText) else { throw CLIError.usage("--day '\(TerminalText.escaped(dayText))' is not a date (YYYY-MM-DD)") }

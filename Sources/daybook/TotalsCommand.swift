@@ -77,7 +77,7 @@ enum TotalsCommand: Subcommand {
         var query = ShardReader.Query(user: arguments.value("--user"))
         if let m = arguments.value("--metric") {
             guard let metric = Metric(rawValue: m) else {
-                throw CLIError.usage("--metric '\(TerminalText.escaped(m))' is not a metric; use one of \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CLIError.usage("--metric '\(TerminalText.escaped(m))' is not a metric; use one of \(Metric.acceptedNames)")
             }
             query.metric = metric
         }
