@@ -14,7 +14,7 @@ enum ImportCommand: Subcommand {
     static let name = "import"
     static let abstract = "Convert an Apple Health export into events; write them or publish them."
     static let usage = """
-    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F | --brokers B [--topic T] [--config FILE] [--connect-timeout S]]
+    import apple-health FILE --user U [--zone Z] [--source-map RULE]... [--out F [--config FILE] | --brokers B [--topic T] [--config FILE] [--connect-timeout S]]
            daybook import generate [--megabytes N] [--seed N] [--days N] [--out F]
     """
     static let options = [
@@ -24,7 +24,7 @@ enum ImportCommand: Subcommand {
         OptionSpec(name: "--out", value: "F", help: "Write the events to F (replaced once complete; a symlink's target is, the link stays; a FIFO or device is written through) instead of standard output."),
         OptionSpec(name: "--brokers", value: "B", help: "Publish the events to this cluster instead, keyed by user, as 'daybook publish' does."),
         SharedOptions.topic("With --brokers: the topic (default health-samples)."),
-        SharedOptions.config("With --brokers: kafka.properties, kafka.secrets, kafka.producer (as publish), and the metrics it adds (their health_kit types are imported)."),
+        SharedOptions.config("The metrics it adds (their health_kit types are imported); with --brokers, or without --out, also kafka.properties, kafka.secrets, kafka.producer (as publish)."),
         KafkaOptions.connectTimeout,
         OptionSpec(name: "--megabytes", value: "N", help: "generate: about how large the export is (default 200)."),
         OptionSpec(name: "--seed", value: "N", help: "generate: random seed, for a repeatable export (default 1)."),
@@ -33,14 +33,17 @@ enum ImportCommand: Subcommand {
     static let discussion = """
     FILE is the export.xml of the Health app's "Export All Health Data", its export.zip
     (read with Debian's unzip, no temporary copy), or - for standard input. The XML is
-    streamed: memory does not grow with the file. Records of HKQuantityTypeIdentifier
-    StepCount, DistanceWalkingRunning, DistanceCycling, ActiveEnergyBurned,
-    BasalEnergyBurned, FlightsClimbed, AppleExerciseTime, AppleStandTime, DietaryWater,
-    DietaryEnergyConsumed and HeartRate become sample-added events (schema 1) with the
-    record's own unit (count; m, km, mi; kcal, Cal, kJ; min, s, h; mL, L, fl_oz_us;
-    count/min); other types are counted and skipped, and
-    the summary names those the metric catalogue has (sleep, body mass, ...:
-    topics/README.md) apart from the rest.
+    streamed: memory does not grow with the file. Records of every type of the metric
+    catalogue (topics/README.md) become sample-added events (schema 1) with the record's own
+    unit: HKQuantityTypeIdentifier StepCount, DistanceWalkingRunning, DistanceCycling,
+    ActiveEnergyBurned, BasalEnergyBurned, FlightsClimbed, AppleExerciseTime,
+    AppleStandTime, DietaryWater, DietaryEnergyConsumed, HeartRate, RestingHeartRate,
+    HeartRateVariabilitySDNN, BodyMass, OxygenSaturation (its fraction of 1 as a percent)
+    and RespiratoryRate, and HKCategoryTypeIdentifierSleepAnalysis's asleep values (as the
+    minutes they cover; in bed and awake are counted and named). With --config, the types
+    its metrics section adds too (without --out, --config also means publishing, to its
+    kafka.bootstrap.servers). Other types are counted and skipped, and the summary names
+    them.
 
     Zones: a record's zone is its HKTimeZone metadata, else --zone. The offsets printed in
     the export are the phone's offset when it exported, not when it recorded, so they are
@@ -143,7 +146,9 @@ enum ImportCommand: Subcommand {
         let destination: ImportDestination
         var publishing: Publishing?
         if let out = arguments.value("--out") {
-            guard !publishes else { throw CLIError.usage("give --out or --brokers, not both") }
+            guard arguments.value("--brokers") == nil else { throw CLIError.usage("give --out or --brokers, not both") }
+            // With --out, --config brings only the metrics it adds (their types are imported).
+            if let config = arguments.value("--config") { _ = try DaybookConfiguration.load(config, resolvingSecrets: false) }
             destination = try output(out, input: path)
         } else if publishes {
             let (config, timeout) = try KafkaOptions.load(arguments, command: "import")

@@ -130,6 +130,12 @@ import Testing
         #expect(try Daybook.run(["project", "--brokers", broker.bootstrap, "--config", config, "--data", data, "--solo", "--until-caught-up"]).status == 0)
         let totals = try Daybook.run(["totals", "--data", data, "--config", config, "--format", "json"])
         #expect(totals.stdout == Self.rows.split(separator: "\n")[0] + "\n", "\(totals.stderr)")
+        // To a file, --config brings the metrics alone (nothing is published): the same rows.
+        let out = scratch.newPath("glucose") + ".jsonl"
+        let written = try Daybook.run(["import", "apple-health", xml, "--user", "ana", "--zone", "Europe/Berlin", "--out", out, "--config", config])
+        #expect(written.status == 0, "\(written.stderr)")
+        let rollup = try Daybook.run(["rollup", out, "--config", config])
+        #expect(rollup.stdout == Self.rows.split(separator: "\n")[0] + "\n", "\(rollup.stderr)")
     }
 
     /// The refusals, through a command: 78, naming the member.
