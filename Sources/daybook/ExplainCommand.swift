@@ -31,6 +31,9 @@ enum ExplainCommand: Subcommand {
         }
         guard let user = arguments.value("--user") else { throw CLIError.usage("explain needs --user") }
         guard let metricName = arguments.value("--metric") else { throw CLIError.usage("explain needs --metric") }
+        guard !(path == "-" && arguments.value("--config") == "-") else {
+            throw CLIError.usage("EVENTS and --config cannot both be standard input; give one of them as a file")
+        }
         // Before any metric is named: the configuration may add metrics to the catalogue.
         let config = try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false)
         guard let metric = Metric(rawValue: metricName) else {

@@ -42,6 +42,9 @@ enum RollupCommand: Subcommand {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw CLIError.usage("rollup takes exactly one EVENTS path (or - for stdin)")
         }
+        guard !(path == "-" && arguments.value("--config") == "-") else {
+            throw CLIError.usage("EVENTS and --config cannot both be standard input; give one of them as a file")
+        }
         let config = try DaybookConfiguration.load(arguments.value("--config"), resolvingSecrets: false)
         // Streamed, not mapped: memory stays flat however large the file.
         let input = try Files.input(path, mapping: false)

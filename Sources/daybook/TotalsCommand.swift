@@ -63,7 +63,9 @@ enum TotalsCommand: Subcommand {
     not a directory; 65 a file in DIR is not a shard (damaged or foreign: move it away, the
     projector rebuilds it), or a (user, metric, day) has rows in two shards (its events were
     published to two partitions: neither row is the total, none is printed; the message
-    names both files); 74 storage failure.
+    names both files); 74 storage failure; 78 a bad --config, or a shard whose data were
+    made under other metric catalogue entries (a metric --config's metrics section adds,
+    left out; or one changed since: rebuild).
 
     EXAMPLE:
       daybook totals --data /var/lib/daybook --user ana --metric steps --from 2024-03-25 --to 2024-03-31
