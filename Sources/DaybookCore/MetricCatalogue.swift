@@ -175,15 +175,26 @@ public enum MetricCatalogue {
     }
 
     /// The places whose entry `current` gives differently from `recorded` (a `record`), each
-    /// as (place, recorded entry, current entry or nil when `current` has no such place).
+    /// with the recorded entry and the current one (nil when `current` has no such place).
     /// Entries `current` adds after the recorded ones are no change: a shard built before
     /// them holds no row of theirs.
-    public static func changes(from recorded: String, to current: [MetricDefinition]) -> [(place: Int, was: String, now: String?)] {
+    public static func changes(from recorded: String, to current: [MetricDefinition]) -> [Change] {
         let now = record(current).split(separator: ";").map(String.init)
         let was = recorded.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
         return was.indices.compactMap { i in
-            i < now.count && now[i] == was[i] ? nil : (i, was[i], i < now.count ? now[i] : nil)
+            i < now.count && now[i] == was[i] ? nil : Change(place: i, was: was[i], now: i < now.count ? now[i] : nil)
         }
+    }
+
+    /// A place whose entry differs between a shard's record and a catalogue (`changes`).
+    public struct Change: Sendable, Equatable {
+        public var place: Int
+        /// The recorded entry, `name:aggregation:unit`.
+        public var was: String
+        /// The catalogue's entry at the place, nil when it has none.
+        public var now: String?
+        /// The recorded entry's metric name.
+        public var name: Substring { was.prefix { $0 != ":" } }
     }
 }
 

@@ -228,7 +228,7 @@ public final class Rebuilder {
         for (_, shard) in live.sorted(by: { $0.key < $1.key }) {
             let held = try reader.heldCatalogueChanges(ofShardAt: shard.path)
             if let dropped = held.first(where: { $0.now == nil }) {
-                let name = dropped.was.split(separator: ":").first ?? ""
+                let name = dropped.name
                 throw ProjectorError.shard("""
                     the live shard \(shard.path) holds \(name) data (metric \(dropped.place), \(dropped.was)), a metric this catalogue \
                     lacks: rebuilt without it, its events would become dead letters. Give the configuration whose metrics section \

@@ -427,7 +427,7 @@ public final class Shard {
     /// nothing, are recorded anew.
     func checkCatalogue(_ entries: [MetricDefinition]) throws {
         let current = MetricCatalogue.record(entries)
-        let stored = try database.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+        let stored = try Shard.recordedCatalogue(database)
         if stored == nil, try database.statement("SELECT 1 FROM packs WHERE metric >= 7 LIMIT 1").firstRow({ _ in true }) ?? false {
             // Written by the one Daybook that carried metrics from exercise_time (7) on before
             // the uuid index had places for them (`place(metric:day:)`): their index entries
@@ -444,6 +444,11 @@ public final class Shard {
         }
     }
 
+    /// The catalogue the shard in `database` recorded (meta.metrics), nil for one from before it.
+    static func recordedCatalogue(_ database: Database) throws -> String? {
+        try database.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
+    }
+
     /// Why the shard in `database` cannot be read or written under `entries`, given the
     /// catalogue it `recorded` (nil: none, a shard from before the catalogue): the places whose
     /// entry differs (`MetricCatalogue.changes`) and that the shard holds something of (a pack,
@@ -453,7 +458,7 @@ public final class Shard {
         let held = try heldCatalogueChanges(database, recorded: recorded, entries: entries)
         guard let first = held.first else { return nil }
         let list = held.map { "metric \($0.place) was \($0.was), is \($0.now ?? "unknown to this Daybook")" }.joined(separator: "; ")
-        let name = first.was.split(separator: ":").first ?? ""
+        let name = first.name
         let advice = first.now == nil
             ? "give the configuration whose metrics section adds \(name) (--config)"
             : "rebuild the projection under this catalogue (a rebuild builds beside the live shards and swaps: daybook rebuild --data DIR --config FILE), or use the Daybook and configuration that built it"
@@ -462,15 +467,14 @@ public final class Shard {
 
     /// The places whose entry `entries` give differently from the catalogue the shard in
     /// `database` recorded (none without a record) and that the shard holds data of.
-    static func heldCatalogueChanges(_ database: Database, recorded: String?, entries: [MetricDefinition]) throws -> [(place: Int, was: String, now: String?)] {
+    static func heldCatalogueChanges(_ database: Database, recorded: String?, entries: [MetricDefinition]) throws -> [MetricCatalogue.Change] {
         guard let recorded, recorded != MetricCatalogue.record(entries) else { return [] }
-        var held: [(place: Int, was: String, now: String?)] = []
+        var held: [MetricCatalogue.Change] = []
         for change in MetricCatalogue.changes(from: recorded, to: entries) {
-            let name = String(change.was.split(separator: ":").first ?? "")
             let packs = try database.statement("SELECT 1 FROM packs WHERE metric = ? LIMIT 1")
             try packs.bind(1, change.place)
             let rows = try database.statement("SELECT 1 FROM totals WHERE metric = ? LIMIT 1")
-            try rows.bind(1, name)
+            try rows.bind(1, String(change.name))
             let sync = try database.statement("SELECT 1 FROM sync_state WHERE metrics & ? != 0 LIMIT 1")
             try sync.bind(1, Int64(1) << Int64(change.place))
             if try packs.firstRow({ _ in true }) ?? rows.firstRow({ _ in true }) ?? sync.firstRow({ _ in true }) ?? false {

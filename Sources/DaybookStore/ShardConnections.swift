@@ -89,7 +89,7 @@ public final class ShardConnections: @unchecked Sendable {
         withExtendedLifetime(stale) {}
         guard let database = try kept ?? open(path) else { return try body(.empty) }
         // A throw leaves the connection out of the pool (closed): whatever went wrong stays with it.
-        let snapshot = try ShardReader.Snapshot(path: path, database: database)
+        let snapshot = try ShardReader.Snapshot(path: path, database: database, catalogueChecked: true)
         let result = try body(snapshot)
         snapshot.end()
         database.resetStatements()

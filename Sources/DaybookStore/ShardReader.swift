@@ -51,18 +51,18 @@ public struct ShardReader: Sendable {
     /// catalogue entry than this process's (`Shard.catalogueRefusal`): a pack's metric is a
     /// place, a sync bit too, and a row's rule its metric's aggregation.
     static func checkCatalogue(of db: Database, path: String) throws {
-        let recorded = try db.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
-        if let refusal = try Shard.catalogueRefusal(db, path: path, recorded: recorded, entries: Metric.definitions) { throw refusal }
+        if let refusal = try Shard.catalogueRefusal(db, path: path, recorded: Shard.recordedCatalogue(db), entries: Metric.definitions) {
+            throw refusal
+        }
     }
 
     /// The catalogue places of the shard at `path` that this process's catalogue gives
     /// differently and that the shard holds data of (`Shard.catalogueRefusal`): each with the
     /// entry it recorded (`name:aggregation:unit`) and the entry now, nil for one this
     /// catalogue lacks. Empty for a shard being created.
-    public func heldCatalogueChanges(ofShardAt path: String) throws -> [(place: Int, was: String, now: String?)] {
+    public func heldCatalogueChanges(ofShardAt path: String) throws -> [MetricCatalogue.Change] {
         guard let db = try open(path) else { return [] }
-        let recorded = try db.statement("SELECT value FROM meta WHERE key = 'metrics'").firstRow { $0.text(0) }
-        return try Shard.heldCatalogueChanges(db, recorded: recorded, entries: Metric.definitions)
+        return try Shard.heldCatalogueChanges(db, recorded: Shard.recordedCatalogue(db), entries: Metric.definitions)
     }
 
     /// A filter on the rows.
@@ -149,11 +149,14 @@ extension ShardReader {
         public let clusterID: String?
         let database: Database?
         private var open = true
-        private var catalogueChecked = false
+        private var catalogueChecked: Bool
 
-        init(path: String, database: Database?) throws {
+        /// `catalogueChecked`: the connection was opened for data (`openForData`), so its
+        /// rows need no second check (serve's pooled connections, a snapshot a request).
+        init(path: String, database: Database?, catalogueChecked: Bool = false) throws {
             self.path = path
             self.database = database
+            self.catalogueChecked = catalogueChecked
             guard let database else {
                 nextOffset = 0
                 fingerprint = nil
@@ -177,6 +180,7 @@ extension ShardReader {
             nextOffset = 0
             fingerprint = nil
             clusterID = nil
+            catalogueChecked = true // no database, no rows
         }
 
         /// Ends the read transaction.
