@@ -85,12 +85,8 @@ extension CLIError {
 
     /// The options that fix a shard the libraries refused ("" when there is nothing to add).
     static func hint(for kind: Shard.ShardError.Kind?) -> String {
-        switch kind {
-        case .priorityMismatch?:
-            return " Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
-        default:
-            return ""
-        }
+        guard kind == .priorityMismatch else { return "" }
+        return " Put the order it was built with in --config, or rebuild every partition under yours: daybook rebuild --data DIR --config FILE (it builds beside the live shards and swaps; leave out --partition)."
     }
 
     /// A `--metrics-file` that cannot work, refused at start (`project`, `stale`): 66 when its

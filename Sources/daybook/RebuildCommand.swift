@@ -310,7 +310,7 @@ enum CompareRun {
         case .cumulative(let v, let shares):
             return DayTotal.format(v) + " (" + shares.map { "\(TerminalText.escaped($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ") + ")"
         case .discrete(let lo, let hi, let avg, let n, let latest):
-            return "min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest)
+            return TotalsCommand.readings(lo, hi, avg, n, latest)
         }
     }
 }

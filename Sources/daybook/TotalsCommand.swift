@@ -190,10 +190,16 @@ enum TotalsCommand: Subcommand {
                     let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                     out.line("  \(span)  \(NumberText.rightAligned(DayTotal.format(v), 12))  \(parts)")
                 case .discrete(let lo, let hi, let avg, let n, let latest):
-                    out.line("  \(span)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest))
+                    out.line("  \(span)  " + readings(lo, hi, avg, n, latest))
                 }
             }
         }
+    }
+
+    /// A discrete row as the table, the hour blocks and the rebuild diff print it:
+    /// `min 60, max 90, avg 75, 2 samples, latest 90`.
+    static func readings(_ lo: Double, _ hi: Double, _ avg: Double, _ n: Int, _ latest: Double?) -> String {
+        "min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest)
     }
 
     static func jsonList(_ names: [String]) -> String {
@@ -217,7 +223,7 @@ enum TotalsCommand: Subcommand {
                     let parts = shares.map { "\(TerminalText.cell($0.source)) \(DayTotal.format($0.value))" }.joined(separator: ", ")
                     out.line("  \(day)  \(NumberText.rightAligned(DayTotal.format(v), 12))  \(parts)" + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case .discrete(let lo, let hi, let avg, let n, let latest)?:
-                    out.line("  \(day)  min \(DayTotal.format(lo)), max \(DayTotal.format(hi)), avg \(DayTotal.format(avg)), \(n) samples" + DaySummary.latestText(latest) + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
+                    out.line("  \(day)  " + readings(lo, hi, avg, n, latest) + (silent.isEmpty ? "" : "  (unknown: \(silent))"))
                 case nil:
                     out.line("  \(day)  \(NumberText.rightAligned(unknown.isEmpty ? "no data" : "unknown", 12))" + (silent.isEmpty ? "" : "  \(silent)"))
                 }
